@@ -1,0 +1,1 @@
+"""Ways in: the command line (and, later, the HTTP and Triton clients)."""

@@ -1,0 +1,162 @@
+"""The `legalsat` command line. Every subcommand mirrors an HTTP route and uses the same models.
+
+    legalsat validate-descriptor [--target sm90] [FILE|-]   JSON Lines in, one verdict per line out
+    legalsat bank-conflicts [--target sm90] [FILE|-]        JSON Lines in, one report per line out
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import sys
+from collections.abc import Callable
+
+from legalsat.errors import InputError
+from legalsat.settings import get_settings
+
+
+def _open_input(path: str):
+    return sys.stdin.buffer if path == "-" else open(path, "rb")
+
+
+def _dumps(obj: dict) -> bytes:
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+_LEGAL = _dumps({"legal": True, "violations": []})
+
+
+@functools.cache
+def _descriptor_handler(target_name: str):
+    """The per-line handler for validate-descriptor (cached: one per process)."""
+    from legalsat.analyses.tma_legality import check_descriptor
+    from legalsat.schemas.descriptors import parse_descriptor_json, resolve_tma_target
+
+    target = resolve_tma_target(target_name)
+
+    def handle(line: bytes) -> bytes:
+        verdict = check_descriptor(parse_descriptor_json(line), target)
+        return _LEGAL if verdict.legal else _dumps(verdict.to_dict())
+
+    return handle
+
+
+def _descriptor_error(err: InputError) -> bytes:
+    from legalsat.schemas.descriptors import error_verdict
+
+    return _dumps(error_verdict(err))
+
+
+def _descriptor_chunk(target_name: str, max_line_bytes: int, first: int, lines: list[bytes]) -> bytes:
+    from legalsat.clients.jsonl import answer_chunk
+
+    return answer_chunk(_descriptor_handler(target_name), _descriptor_error, max_line_bytes,
+                        first, lines)
+
+
+def _validate_descriptor(args: argparse.Namespace) -> int:
+    from legalsat.clients.jsonl import run_stream
+    from legalsat.schemas.descriptors import resolve_tma_target
+
+    settings = get_settings(target=args.target, workers=args.workers)
+    resolve_tma_target(settings.target)  # fail fast, before reading any input
+    with _open_input(args.file) as f:
+        run_stream(f, sys.stdout.buffer,
+                   functools.partial(_descriptor_chunk, settings.target, settings.max_body_bytes),
+                   lambda: _descriptor_handler(settings.target), _descriptor_error,
+                   settings.max_body_bytes, settings.workers)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+@functools.cache
+def _bank_handler(target_name: str):
+    """The per-line handler for bank-conflicts (cached: one per process)."""
+    from legalsat.schemas.bank import bank_report, parse_bank_request
+
+    def handle(line: bytes) -> bytes:
+        term, target = parse_bank_request(line, target_name)
+        return _dumps(bank_report(term, target))
+
+    return handle
+
+
+def _bank_error(err: InputError) -> bytes:
+    from legalsat.schemas.bank import error_report
+
+    return _dumps(error_report(err))
+
+
+def _bank_chunk(target_name: str, max_line_bytes: int, first: int, lines: list[bytes]) -> bytes:
+    from legalsat.clients.jsonl import answer_chunk
+
+    return answer_chunk(_bank_handler(target_name), _bank_error, max_line_bytes, first, lines)
+
+
+def _bank_conflicts(args: argparse.Namespace) -> int:
+    from legalsat.clients.jsonl import run_stream
+    from legalsat.schemas.bank import resolve_bank_target
+
+    settings = get_settings(target=args.target, workers=args.workers)
+    resolve_bank_target(settings.target)  # fail fast on an unknown default target
+    with _open_input(args.file) as f:
+        run_stream(f, sys.stdout.buffer,
+                   functools.partial(_bank_chunk, settings.target, settings.max_body_bytes),
+                   lambda: _bank_handler(settings.target), _bank_error,
+                   settings.max_body_bytes, settings.workers)
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for documentation and tests)."""
+    p = argparse.ArgumentParser(
+        prog="legalsat",
+        description="Plans GPU data movement: TMA legality, layouts, lowering plans.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    v = sub.add_parser(
+        "validate-descriptor",
+        help="judge cuTensorMapEncodeTiled arguments (JSON Lines in, one verdict per line out)",
+        description="Reads one descriptor object per line (fields as cuTensorMapEncodeTiled "
+                    "takes them, innermost first) and writes one verdict per line, in order.")
+    v.add_argument("--target", default=None, help="hardware target (default: LEGALSAT_TARGET or sm90)")
+    v.add_argument("--workers", type=int, default=None,
+                   help="worker processes for large files (default: LEGALSAT_WORKERS or all cores)")
+    v.add_argument("file", nargs="?", default="-", help="JSON Lines file, or - for stdin (default)")
+    v.set_defaults(run=_validate_descriptor)
+    b = sub.add_parser(
+        "bank-conflicts",
+        help="shared-memory wavefronts per warp instruction (JSON Lines in, one report per line)",
+        description='Reads one request per line: raw {"access_bytes", "op", "addresses"} or '
+                    'structured {"tile", "pattern", "vector", "op"}, and writes one report per '
+                    "line, in order.")
+    b.add_argument("--target", default=None,
+                   help="target for requests that name none (default: LEGALSAT_TARGET or sm90)")
+    b.add_argument("--workers", type=int, default=None,
+                   help="worker processes for large files (default: LEGALSAT_WORKERS or all cores)")
+    b.add_argument("file", nargs="?", default="-", help="JSON Lines file, or - for stdin (default)")
+    b.set_defaults(run=_bank_conflicts)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `legalsat` script; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    run: Callable[[argparse.Namespace], int] = args.run
+    try:
+        return run(args)
+    except InputError as e:
+        d = e.headline
+        print(f"legalsat: {d.message}\n  fix: {d.fix}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as e:
+        print(f"legalsat: no such file: {e.filename}\n  fix: pass an existing JSON Lines file, "
+              "or - to read stdin", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # e.g. piped into `head`: not an error of ours
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

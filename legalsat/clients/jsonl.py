@@ -1,0 +1,115 @@
+"""JSON Lines processing shared by the streaming commands.
+
+One answer per input line, in order, whatever the line holds: a line that cannot be judged
+gets an error object on its output line (never a crash, never a dropped line).
+
+Large files are split into chunks answered by worker processes (answers are still written
+in input order); a pipe is answered line by line and flushed, so an interactive caller that
+writes one line and waits gets its answer.
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing as mp
+import os
+import stat
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import BinaryIO
+
+from legalsat.errors import ErrorDetail, InputError
+
+LineHandler = Callable[[bytes], bytes]
+ErrorShaper = Callable[[InputError], bytes]
+# A chunk job: (first line number, lines) -> the answers, newline-terminated. It must be a
+# module-level function (or a functools.partial of one) so worker processes can receive it.
+ChunkJob = Callable[[int, list[bytes]], bytes]
+
+CHUNK_LINES = 4000
+PARALLEL_MIN_BYTES = 1 << 20
+
+
+def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
+                  shape_error: ErrorShaper, max_line_bytes: int, first_line: int = 1,
+                  flush_each: bool = False) -> int:
+    """Write handle(line) for every line of `lines` to `out`; return the number of lines.
+
+    Invariant: exactly one output line per input line. `handle` may raise InputError
+    (shaped by `shape_error`); any other exception is a bug and propagates.
+    """
+    n = 0
+    write = out.write
+    for raw in lines:
+        line = raw.strip()
+        try:
+            if not line:
+                raise InputError([ErrorDetail(
+                    "empty_line", f"line {first_line + n} is empty",
+                    "put one JSON object on every line")])
+            if len(line) > max_line_bytes:
+                raise InputError([ErrorDetail(
+                    "line_too_long",
+                    f"line {first_line + n} has {len(line)} bytes; the limit is {max_line_bytes}",
+                    "split the input, or raise LEGALSAT_MAX_BODY_BYTES")])
+            answer = handle(line)
+        except InputError as e:
+            answer = shape_error(e)
+        write(answer + b"\n")
+        n += 1
+        if flush_each:
+            out.flush()
+    return n
+
+
+def answer_chunk(handle: LineHandler, shape_error: ErrorShaper, max_line_bytes: int,
+                 first_line: int, lines: list[bytes]) -> bytes:
+    """process_lines over an in-memory chunk, returning its output."""
+    buf = io.BytesIO()
+    process_lines(lines, buf, handle, shape_error, max_line_bytes, first_line)
+    return buf.getvalue()
+
+
+def _chunks(f: BinaryIO, size: int) -> Iterable[tuple[int, list[bytes]]]:
+    first, chunk = 1, []
+    for line in f:
+        chunk.append(line)
+        if len(chunk) == size:
+            yield first, chunk
+            first, chunk = first + size, []
+    if chunk:
+        yield first, chunk
+
+
+def is_regular_file(f: BinaryIO) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(f.fileno()).st_mode)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return False
+
+
+def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable[[], LineHandler],
+               shape_error: ErrorShaper, max_line_bytes: int, workers: int) -> int:
+    """Answer every line of `f` on `out`, in order; return the number of lines.
+
+    A regular file of at least PARALLEL_MIN_BYTES is answered by `workers` processes running
+    `job` on chunks (at most 2 chunks per worker in flight, so memory stays bounded); any
+    other input is answered here, line by line, flushing after each line of a pipe.
+    """
+    regular = is_regular_file(f)
+    size = os.fstat(f.fileno()).st_size if regular else 0
+    if not regular or workers <= 1 or size < PARALLEL_MIN_BYTES:
+        return process_lines(f, out, make_handler(), shape_error, max_line_bytes,
+                             flush_each=not regular)
+    n = 0
+    pending: deque[Future[bytes]] = deque()
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+        for first, chunk in _chunks(f, CHUNK_LINES):
+            pending.append(pool.submit(job, first, chunk))
+            n += len(chunk)
+            while len(pending) >= 2 * workers:
+                out.write(pending.popleft().result())
+        while pending:
+            out.write(pending.popleft().result())
+    return n

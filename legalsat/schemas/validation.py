@@ -1,0 +1,71 @@
+"""Turn pydantic validation errors into legalsat's error catalogue entries."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from pydantic import ValidationError
+
+from legalsat.errors import ErrorDetail
+
+
+def field_path(loc: tuple) -> str:
+    """('box_dim', 1) -> 'box_dim[1]'; ('options', 'timeout_ms') -> 'options.timeout_ms'."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+_FIXES = {
+    "missing": "add the field",
+    "extra_forbidden": "remove the field, or check its spelling against the documented names",
+    "int_type": "send a JSON integer (no quotes, no decimal point)",
+    "list_type": "send a JSON array",
+    "literal_error": "use one of the documented spellings",
+    "greater_than_equal": "use a non-negative value",
+    "less_than_equal": "use a value that fits the field's range",
+    "model_type": "send a JSON object",
+    "dict_type": "send a JSON object",
+    "json_invalid": "send one well-formed JSON object per line",
+    "string_type": "send a JSON string",
+}
+
+
+def _did_you_mean(word: object, choices: list[str]) -> str:
+    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def details_from_validation(err: ValidationError, hints: dict[str, str] | None = None,
+                            known_fields: list[str] | None = None) -> list[ErrorDetail]:
+    """One ErrorDetail per pydantic error, each naming its field and a fix.
+
+    `hints` maps a field name to a fix that is more specific than the generic one;
+    `known_fields` lets a misspelt field name get a "did you mean" suggestion.
+    """
+    out = []
+    for e in err.errors(include_url=False):
+        loc = tuple(p for p in e.get("loc", ()) if not (isinstance(p, str) and p.startswith("function-")))
+        path = field_path(loc) or None
+        etype = e.get("type", "value_error")
+        msg = e.get("msg", "invalid value")
+        if etype == "value_error" and msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if etype == "extra_forbidden" and loc:
+            msg = f"unknown field {str(loc[-1])!r}{_did_you_mean(loc[-1], known_fields or [])}"
+        elif etype == "literal_error":
+            choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
+            msg = f"{path}: {e.get('input')!r} is not a valid value{_did_you_mean(e.get('input'), choices)}"
+        elif path and etype != "value_error":
+            msg = f"{path}: {msg}"
+        top = str(loc[0]) if loc else ""
+        fix = (hints or {}).get(top) or _FIXES.get(etype) or "correct the value"
+        if etype == "value_error" and e.get("ctx", {}).get("error") is not None:
+            fix = getattr(e["ctx"]["error"], "fix", fix)
+        out.append(ErrorDetail(code="invalid_input", message=msg, fix=fix, field=path))
+    return out

@@ -1,0 +1,161 @@
+"""The TMA tiled descriptor: exactly the arguments of `cuTensorMapEncodeTiled`.
+
+Ordering is the driver's: innermost dimension first, `global_strides` in bytes with
+rank-1 entries (the innermost stride is the element size and is not passed).
+Enum spellings are legalsat's public ones; `.cu` gives the driver's integer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from legalsat.terms.dtypes import DType, dtype
+
+
+class Interleave(StrEnum):
+    NONE = "none"
+    B16 = "16B"
+    B32 = "32B"
+
+    @property
+    def cu(self) -> int:
+        return _INTERLEAVE_CU[self]
+
+    @property
+    def bytes(self) -> int:
+        """Interleave chunk in bytes (0 for none)."""
+        return {Interleave.NONE: 0, Interleave.B16: 16, Interleave.B32: 32}[self]
+
+
+class Swizzle(StrEnum):
+    NONE = "none"
+    B32 = "32B"
+    B64 = "64B"
+    B128 = "128B"
+    B128_ATOM_32B = "128B_atom_32B"
+    B128_ATOM_32B_FLIP_8B = "128B_atom_32B_flip_8B"
+    B128_ATOM_64B = "128B_atom_64B"
+
+    @property
+    def cu(self) -> int:
+        return _SWIZZLE_CU[self]
+
+    @property
+    def span_bytes(self) -> int:
+        """Bytes one swizzle row spans (0 for none): the cap on the inner box."""
+        if self is Swizzle.NONE:
+            return 0
+        if self is Swizzle.B32:
+            return 32
+        if self is Swizzle.B64:
+            return 64
+        return 128
+
+
+class L2Promotion(StrEnum):
+    NONE = "none"
+    B64 = "64B"
+    B128 = "128B"
+    B256 = "256B"
+
+    @property
+    def cu(self) -> int:
+        return _L2_CU[self]
+
+
+class OobFill(StrEnum):
+    NONE = "none"
+    NAN_REQUEST_ZERO_FMA = "nan_request_zero_fma"
+
+    @property
+    def cu(self) -> int:
+        return 0 if self is OobFill.NONE else 1
+
+
+_INTERLEAVE_CU = {v: i for i, v in enumerate(Interleave)}
+# value -> member tables: a plain dict lookup is ~10x faster than calling the Enum class.
+_INTERLEAVE = {m.value: m for m in Interleave}
+_SWIZZLE = {m.value: m for m in Swizzle}
+_L2 = {m.value: m for m in L2Promotion}
+_OOB = {m.value: m for m in OobFill}
+_SWIZZLE_CU = {v: i for i, v in enumerate(Swizzle)}
+_L2_CU = {v: i for i, v in enumerate(L2Promotion)}
+
+# The widths of the C types the driver takes: values outside them cannot be passed at all,
+# so they are input errors rather than legality verdicts.
+UINT32_MAX = (1 << 32) - 1
+UINT64_MAX = (1 << 64) - 1
+
+
+@dataclass(frozen=True)
+class TmaDescriptor:
+    """Arguments of one `cuTensorMapEncodeTiled` call, innermost dimension first.
+
+    Invariants (enforced by the parsers, relied on by the legality rules):
+    len(global_dim) == len(box_dim) == len(element_strides) == rank and
+    len(global_strides) == max(rank - 1, 0); every integer fits the driver's C type
+    (rank, box_dim, element_strides: uint32; the rest: uint64).
+    """
+
+    dtype: DType
+    rank: int
+    global_address: int
+    global_dim: tuple[int, ...]
+    global_strides: tuple[int, ...]
+    box_dim: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    interleave: Interleave = Interleave.NONE
+    swizzle: Swizzle = Swizzle.NONE
+    l2_promotion: L2Promotion = L2Promotion.NONE
+    oob_fill: OobFill = OobFill.NONE
+
+    @classmethod
+    def from_fields(
+        cls,
+        *,
+        dtype: str,
+        rank: int,
+        global_address: int,
+        global_dim: list[int] | tuple[int, ...],
+        global_strides: list[int] | tuple[int, ...],
+        box_dim: list[int] | tuple[int, ...],
+        element_strides: list[int] | tuple[int, ...],
+        interleave: str = "none",
+        swizzle: str = "none",
+        l2_promotion: str = "none",
+        oob_fill: str = "none",
+    ) -> TmaDescriptor:
+        """Build from public spellings (already type-checked by the caller's schema)."""
+        return cls(
+            dtype=_dtype(dtype),
+            rank=rank,
+            global_address=global_address,
+            global_dim=tuple(global_dim),
+            global_strides=tuple(global_strides),
+            box_dim=tuple(box_dim),
+            element_strides=tuple(element_strides),
+            interleave=_INTERLEAVE[interleave],
+            swizzle=_SWIZZLE[swizzle],
+            l2_promotion=_L2[l2_promotion],
+            oob_fill=_OOB[oob_fill],
+        )
+
+    def to_fields(self) -> dict:
+        """The public JSON form (inverse of `from_fields`)."""
+        return {
+            "dtype": self.dtype.name,
+            "rank": self.rank,
+            "global_address": self.global_address,
+            "global_dim": list(self.global_dim),
+            "global_strides": list(self.global_strides),
+            "box_dim": list(self.box_dim),
+            "element_strides": list(self.element_strides),
+            "interleave": self.interleave.value,
+            "swizzle": self.swizzle.value,
+            "l2_promotion": self.l2_promotion.value,
+            "oob_fill": self.oob_fill.value,
+        }
+
+
+_dtype = dtype

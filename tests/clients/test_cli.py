@@ -1,0 +1,106 @@
+"""The command line: JSON Lines in, one answer per line out, in order, never a crash."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from legalsat.clients import jsonl
+
+LEGAL = {"dtype": "bfloat16", "rank": 2, "global_address": 140737488355328,
+         "global_dim": [4096, 1024], "global_strides": [8192], "box_dim": [64, 64],
+         "element_strides": [1, 1], "interleave": "none", "swizzle": "128B",
+         "l2_promotion": "128B", "oob_fill": "none"}
+
+
+def run_cli(*args, stdin=b""):
+    return subprocess.run([sys.executable, "-m", "legalsat.clients.cli", *args], input=stdin,
+                          capture_output=True, timeout=120)
+
+
+def test_validate_descriptor_keeps_every_line_in_order(tmp_path):
+    lines = [json.dumps(LEGAL), "not json", "", json.dumps(LEGAL | {"box_dim": [4, 64]}),
+             "[1, 2]", json.dumps(LEGAL | {"swizzle": "sideways"}), json.dumps(LEGAL)]
+    p = tmp_path / "in.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    r = run_cli("validate-descriptor", str(p))
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(x) for x in r.stdout.decode().splitlines()]
+    assert len(out) == len(lines)
+    assert [o["legal"] for o in out] == [True, False, False, False, False, False, True]
+    assert out[1]["error"]["code"] == "invalid_input"
+    assert out[2]["error"]["code"] == "empty_line"
+    assert out[3]["violations"][0]["rule"] == "box_dim.inner_bytes"
+    assert out[5]["error"]["field"] == "swizzle"
+
+
+def test_stdin_and_target_flag():
+    r = run_cli("validate-descriptor", "--target", "sm100", "-",
+                stdin=(json.dumps(LEGAL | {"swizzle": "128B_atom_32B"}) + "\n").encode())
+    assert r.returncode == 0 and json.loads(r.stdout)["legal"] is True
+
+
+def test_unknown_target_is_a_clear_usage_error():
+    r = run_cli("validate-descriptor", "--target", "sm42", "-", stdin=b"")
+    assert r.returncode == 2
+    assert b"unknown target 'sm42'" in r.stderr and b"fix:" in r.stderr
+
+
+def test_missing_file_is_a_clear_usage_error(tmp_path):
+    r = run_cli("validate-descriptor", str(tmp_path / "nope.jsonl"))
+    assert r.returncode == 2 and b"no such file" in r.stderr
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_parallel_file_path_matches_sequential(tmp_path, monkeypatch, workers):
+    # Force the chunked multi-process path on a small file and compare with one worker.
+    monkeypatch.setattr(jsonl, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(jsonl, "CHUNK_LINES", 7)
+    from legalsat.clients import cli
+
+    lines = [json.dumps(LEGAL | {"box_dim": [b, 64]}) for b in range(1, 60)] + ["{", ""]
+    p = tmp_path / "in.jsonl"
+    p.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "out.jsonl"
+    with open(out, "wb") as f, open(p, "rb") as src:
+        jsonl.run_stream(src, f, cli.functools.partial(cli._descriptor_chunk, "sm90", 1 << 20),
+                         lambda: cli._descriptor_handler("sm90"), cli._descriptor_error, 1 << 20,
+                         workers)
+    got = out.read_text().splitlines()
+    assert len(got) == len(lines)
+    seq = [cli._descriptor_handler("sm90")(x.encode()).decode() if x and x != "{" else None
+           for x in lines]
+    for g, s in zip(got, seq):
+        if s is not None:
+            assert g == s
+    assert json.loads(got[-1])["error"]["message"].startswith(f"line {len(lines)} ")
+
+
+def test_help_lists_the_commands():
+    r = run_cli("--help")
+    assert r.returncode == 0 and b"validate-descriptor" in r.stdout
+
+
+@pytest.mark.skipif(not os.environ.get("PATH"), reason="needs a PATH")
+def test_console_script_is_installed():
+    r = subprocess.run(["legalsat", "--help"], capture_output=True)
+    assert r.returncode == 0
+
+
+def test_bank_conflicts_keeps_every_line_in_order():
+    raw = {"access_bytes": 4, "op": "load", "addresses": [128 * i for i in range(32)]}
+    lines = [json.dumps(raw), "{oops", json.dumps({"target": "gfx942", **raw}),
+             json.dumps({"op": "load", "pattern": "cols", "vector": 8,
+                         "tile": {"dtype": "bfloat16", "shape": [32, 64], "swizzle": "128B"}})]
+    r = run_cli("bank-conflicts", "-", stdin=("\n".join(lines) + "\n").encode())
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(x) for x in r.stdout.decode().splitlines()]
+    assert len(out) == 4
+    assert out[0]["wavefronts"] == 32 and out[0]["conflict_ways"] == 32.0
+    assert out[1]["error"]["code"] == "invalid_input"
+    assert out[2]["error"]["field"] == "addresses"
+    assert out[3]["conflict_ways"] == 1.0 and len(out[3]["accesses"]) == 8

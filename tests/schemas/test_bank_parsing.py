@@ -1,0 +1,56 @@
+"""Bank-conflict requests: any JSON-shaped input gets a report, errors name their field."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import legalsat
+from legalsat.schemas.bank import BankReportOut
+
+anything = st.recursive(
+    st.none() | st.booleans() | st.integers(-(1 << 40), 1 << 40) | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=70) | st.dictionaries(st.text(max_size=10), c, max_size=5),
+    max_leaves=80)
+plausible = st.fixed_dictionaries({}, optional={
+    "target": st.sampled_from(["sm90", "gfx942", "sm100", "sm7", None]),
+    "access_bytes": st.sampled_from([4, 8, 16, 12, "16"]),
+    "op": st.sampled_from(["load", "store", "ld"]),
+    "addresses": st.lists(st.one_of(st.none(), st.integers(-4, 1 << 33)), max_size=70),
+    "pattern": st.sampled_from(["rows", "cols", "ldmatrix", "diag"]),
+    "vector": st.integers(-1, 20),
+    "tile": st.fixed_dictionaries({}, optional={
+        "dtype": st.sampled_from(["bfloat16", "float32", "uint8", "16u4_align8b"]),
+        "shape": st.lists(st.integers(-1, 300), max_size=3),
+        "row_pitch_bytes": st.integers(-1, 5000), "swizzle": st.sampled_from(["none", "128B", "7B"])}),
+})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(anything, plausible))
+def test_report_never_crashes(obj):
+    out = legalsat.analyze_bank_conflicts(obj)
+    assert isinstance(out, BankReportOut)
+    if out.error is None:
+        assert out.wavefronts >= 0 and out.ideal_wavefronts >= 0
+    else:
+        assert out.error["fix"]
+
+
+def test_raw_errors_name_the_lane():
+    addrs = [16 * i for i in range(32)]
+    addrs[3] = 20
+    out = legalsat.analyze_bank_conflicts({"access_bytes": 16, "op": "load", "addresses": addrs})
+    assert out.error["field"] == "addresses[3]"
+
+
+def test_lane_count_follows_the_target():
+    out = legalsat.analyze_bank_conflicts({"target": "gfx942", "access_bytes": 4, "op": "load",
+                                           "addresses": [4 * i for i in range(32)]})
+    assert out.error["field"] == "addresses" and "64 lanes" in out.error["message"]
+
+
+def test_structured_report_has_per_access_breakdown():
+    out = legalsat.analyze_bank_conflicts({"op": "load", "pattern": "cols", "vector": 8,
+                                           "tile": {"dtype": "bfloat16", "shape": [64, 64]}})
+    assert out.error is None and len(out.accesses) == 16 and out.conflict_ways == 8.0

@@ -1,0 +1,81 @@
+"""Descriptor input: arbitrary JSON-shaped input never crashes the verdict, and every
+problem names its field."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import legalsat
+from legalsat.errors import InputError
+from legalsat.schemas.descriptors import VerdictOut, parse_descriptor_json
+
+FIELDS = ["dtype", "rank", "global_address", "global_dim", "global_strides", "box_dim",
+          "element_strides", "interleave", "swizzle", "l2_promotion", "oob_fill"]
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-(1 << 70), max_value=1 << 70)
+    | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=6)
+    | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20)
+
+# Objects with the right keys and values of plausible and implausible types.
+plausible = st.fixed_dictionaries({}, optional={
+    k: st.one_of(json_values, st.integers(min_value=0, max_value=(1 << 64) + 5),
+                 st.lists(st.integers(min_value=-2, max_value=(1 << 64) + 5), max_size=7),
+                 st.sampled_from(["bfloat16", "float32", "none", "128B", "32B", "16B", "bf16"]))
+    for k in FIELDS + ["unknown"]})
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(json_values, plausible))
+def test_verdict_never_crashes_on_json_shaped_input(obj):
+    out = legalsat.validate_descriptor(obj)
+    assert isinstance(out, VerdictOut)
+    assert out.legal == (not out.violations)
+    if out.error is not None:
+        assert not out.legal and out.error.fix
+    for v in out.violations:
+        assert v.rule and v.message and v.fix
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_verdict_never_crashes_on_arbitrary_bytes(raw):
+    out = legalsat.validate_descriptor(raw)
+    assert isinstance(out, VerdictOut)
+
+
+def test_problems_name_their_field_and_index():
+    line = json.dumps({"dtype": "bfloat16", "global_address": 0, "global_dim": [8, -1],
+                       "global_strides": [16], "box_dim": [8, "8"]})
+    try:
+        parse_descriptor_json(line)
+    except InputError as e:
+        fields = [d.field for d in e.details]
+    assert fields == ["global_dim[1]", "box_dim[1]"]
+
+
+def test_list_lengths_must_match_rank():
+    out = legalsat.validate_descriptor({"dtype": "float16", "rank": 2, "global_address": 0,
+                                        "global_dim": [8, 8], "global_strides": [16, 16],
+                                        "box_dim": [8, 8]})
+    assert out.error.field == "global_strides"
+    assert "rank-1" in out.error.message or "rank 2 needs 1" in out.error.message
+
+
+def test_rank_and_element_strides_may_be_omitted():
+    out = legalsat.validate_descriptor({"dtype": "float16", "global_address": 1 << 20,
+                                        "global_dim": [64, 64], "global_strides": [128],
+                                        "box_dim": [64, 8]})
+    assert out.legal, out
+
+
+def test_misspelt_field_gets_a_suggestion():
+    out = legalsat.validate_descriptor({"dtype": "bf16", "global_address": 0, "global_dim": [8],
+                                        "global_strides": [], "box_dim": [8], "swizle": "none"})
+    messages = " ".join(v.message for v in out.violations)
+    assert "did you mean 'bfloat16'" in messages and "did you mean 'swizzle'" in messages
