@@ -64,8 +64,11 @@ def load_probe(path: str) -> tuple[dict, list[tuple[str, dict, int]]]:
             ds = grid[c["a"]:c["b"]]
             name = c["name"]
         if gen.digest(ds) != c["digest"]:
-            raise SystemExit(f"{path}: chunk {name} does not regenerate to its recorded digest; "
-                             "the generator changed since this probe")
+            # The generator (usually the grid) changed since this probe: these verdicts belong
+            # to descriptors that can no longer be regenerated, so they are left out.
+            print(f"{path}: skipped chunk {name}: it does not regenerate to its recorded digest "
+                  "(the generator changed since this probe)", file=sys.stderr)
+            continue
         with open(os.path.join(d, f"{name}.bin"), "rb") as f:
             codes = f.read()
         rows += [(c.get("kind", "random"), x, code) for x, code in zip(ds, codes, strict=True)]

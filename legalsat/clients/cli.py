@@ -28,15 +28,14 @@ _LEGAL = _dumps({"legal": True, "violations": []})
 
 
 @functools.cache
-def _descriptor_handler(target_name: str):
-    """The per-line handler for validate-descriptor (cached: one per process)."""
+def _descriptor_handler(target_name: str) -> Callable[[bytes], bytes]:
     from legalsat.analyses.tma_legality import check_descriptor
-    from legalsat.schemas.descriptors import parse_descriptor_json, resolve_tma_target
+    from legalsat.schemas.descriptors import parse_descriptor, resolve_tma_target
 
     target = resolve_tma_target(target_name)
 
     def handle(line: bytes) -> bytes:
-        verdict = check_descriptor(parse_descriptor_json(line), target)
+        verdict = check_descriptor(parse_descriptor(line), target)
         return _LEGAL if verdict.legal else _dumps(verdict.to_dict())
 
     return handle
@@ -48,32 +47,11 @@ def _descriptor_error(err: InputError) -> bytes:
     return _dumps(error_verdict(err))
 
 
-def _descriptor_chunk(target_name: str, max_line_bytes: int, first: int, lines: list[bytes]) -> bytes:
-    from legalsat.clients.jsonl import answer_chunk
-
-    return answer_chunk(_descriptor_handler(target_name), _descriptor_error, max_line_bytes,
-                        first, lines)
-
-
-def _validate_descriptor(args: argparse.Namespace) -> int:
-    from legalsat.clients.jsonl import run_stream
-    from legalsat.schemas.descriptors import resolve_tma_target
-
-    settings = get_settings(target=args.target, workers=args.workers)
-    resolve_tma_target(settings.target)  # fail fast, before reading any input
-    with _open_input(args.file) as f:
-        run_stream(f, sys.stdout.buffer,
-                   functools.partial(_descriptor_chunk, settings.target, settings.max_body_bytes),
-                   lambda: _descriptor_handler(settings.target), _descriptor_error,
-                   settings.max_body_bytes, settings.workers)
-    sys.stdout.buffer.flush()
-    return 0
-
-
 @functools.cache
-def _bank_handler(target_name: str):
-    """The per-line handler for bank-conflicts (cached: one per process)."""
-    from legalsat.schemas.bank import bank_report, parse_bank_request
+def _bank_handler(target_name: str) -> Callable[[bytes], bytes]:
+    from legalsat.schemas.bank import bank_report, parse_bank_request, resolve_bank_target
+
+    resolve_bank_target(target_name)  # an unknown default target is a usage error
 
     def handle(line: bytes) -> bytes:
         term, target = parse_bank_request(line, target_name)
@@ -88,25 +66,45 @@ def _bank_error(err: InputError) -> bytes:
     return _dumps(error_report(err))
 
 
-def _bank_chunk(target_name: str, max_line_bytes: int, first: int, lines: list[bytes]) -> bytes:
+# command -> (per-line handler factory (cached per process), shaper of input errors)
+_STREAMS: dict[str, tuple[Callable[[str], Callable[[bytes], bytes]], Callable[[InputError], bytes]]] = {
+    "validate-descriptor": (_descriptor_handler, _descriptor_error),
+    "bank-conflicts": (_bank_handler, _bank_error),
+}
+
+
+def _stream_chunk(command: str, target_name: str, max_line_bytes: int, first: int,
+                  lines: list[bytes]) -> bytes:
+    """A chunk of a streaming command, answered in a worker process."""
     from legalsat.clients.jsonl import answer_chunk
 
-    return answer_chunk(_bank_handler(target_name), _bank_error, max_line_bytes, first, lines)
+    handler, shape_error = _STREAMS[command]
+    return answer_chunk(handler(target_name), shape_error, max_line_bytes, first, lines)
 
 
-def _bank_conflicts(args: argparse.Namespace) -> int:
+def _run_stream(args: argparse.Namespace) -> int:
+    """Answer a JSON Lines stream for any command of _STREAMS."""
     from legalsat.clients.jsonl import run_stream
-    from legalsat.schemas.bank import resolve_bank_target
 
     settings = get_settings(target=args.target, workers=args.workers)
-    resolve_bank_target(settings.target)  # fail fast on an unknown default target
+    handler, shape_error = _STREAMS[args.command]
+    handler(settings.target)  # fail fast on a bad target, before reading any input
     with _open_input(args.file) as f:
         run_stream(f, sys.stdout.buffer,
-                   functools.partial(_bank_chunk, settings.target, settings.max_body_bytes),
-                   lambda: _bank_handler(settings.target), _bank_error,
-                   settings.max_body_bytes, settings.workers)
+                   functools.partial(_stream_chunk, args.command, settings.target,
+                                     settings.max_body_bytes),
+                   lambda: handler(settings.target), shape_error, settings.max_body_bytes,
+                   settings.workers)
     sys.stdout.buffer.flush()
     return 0
+
+
+def _add_stream_args(p: argparse.ArgumentParser, target_help: str) -> None:
+    p.add_argument("--target", default=None, help=target_help)
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes for large files (default: LEGALSAT_WORKERS or all cores)")
+    p.add_argument("file", nargs="?", default="-", help="JSON Lines file, or - for stdin (default)")
+    p.set_defaults(run=_run_stream)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -120,23 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="judge cuTensorMapEncodeTiled arguments (JSON Lines in, one verdict per line out)",
         description="Reads one descriptor object per line (fields as cuTensorMapEncodeTiled "
                     "takes them, innermost first) and writes one verdict per line, in order.")
-    v.add_argument("--target", default=None, help="hardware target (default: LEGALSAT_TARGET or sm90)")
-    v.add_argument("--workers", type=int, default=None,
-                   help="worker processes for large files (default: LEGALSAT_WORKERS or all cores)")
-    v.add_argument("file", nargs="?", default="-", help="JSON Lines file, or - for stdin (default)")
-    v.set_defaults(run=_validate_descriptor)
+    _add_stream_args(v, "hardware target (default: LEGALSAT_TARGET or sm90)")
     b = sub.add_parser(
         "bank-conflicts",
         help="shared-memory wavefronts per warp instruction (JSON Lines in, one report per line)",
         description='Reads one request per line: raw {"access_bytes", "op", "addresses"} or '
                     'structured {"tile", "pattern", "vector", "op"}, and writes one report per '
                     "line, in order.")
-    b.add_argument("--target", default=None,
-                   help="target for requests that name none (default: LEGALSAT_TARGET or sm90)")
-    b.add_argument("--workers", type=int, default=None,
-                   help="worker processes for large files (default: LEGALSAT_WORKERS or all cores)")
-    b.add_argument("file", nargs="?", default="-", help="JSON Lines file, or - for stdin (default)")
-    b.set_defaults(run=_bank_conflicts)
+    _add_stream_args(b, "target for requests that name none (default: LEGALSAT_TARGET or sm90)")
     return p
 
 

@@ -120,21 +120,16 @@ _HINTS = {
 _FIELDS = list(DescriptorIn.model_fields)
 
 
-def parse_descriptor_json(text: str | bytes) -> TmaDescriptor:
-    """Parse one JSON object into a descriptor; raises InputError naming every bad field."""
-    try:
-        model = DescriptorIn.model_validate_json(text)
-    except ValidationError as e:
-        raise InputError(details_from_validation(e, _HINTS, _FIELDS)) from None
-    return model.to_term()
-
-
 def parse_descriptor(obj: object) -> TmaDescriptor:
-    """Parse a Python object (dict or DescriptorIn) into a descriptor; raises InputError."""
+    """Parse a descriptor from JSON text, a dict or a DescriptorIn; raises InputError
+    naming every bad field."""
     if isinstance(obj, DescriptorIn):
         return obj.to_term()
     try:
-        model = DescriptorIn.model_validate(obj)
+        if isinstance(obj, (str, bytes)):
+            model = DescriptorIn.model_validate_json(obj)
+        else:
+            model = DescriptorIn.model_validate(obj)
     except ValidationError as e:
         raise InputError(details_from_validation(e, _HINTS, _FIELDS)) from None
     return model.to_term()
@@ -171,8 +166,7 @@ def validate_descriptor(descriptor: object, target: str = "sm90") -> VerdictOut:
     """
     tgt = resolve_tma_target(target)
     try:
-        desc = parse_descriptor_json(descriptor) if isinstance(descriptor, (str, bytes)) \
-            else parse_descriptor(descriptor)
+        desc = parse_descriptor(descriptor)
     except InputError as e:
         return VerdictOut.model_validate(error_verdict(e))
     verdict: Verdict = check_descriptor(desc, tgt)

@@ -67,7 +67,7 @@ def test_parallel_file_path_matches_sequential(tmp_path, monkeypatch, workers):
     p.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
     with open(out, "wb") as f, open(p, "rb") as src:
-        jsonl.run_stream(src, f, cli.functools.partial(cli._descriptor_chunk, "sm90", 1 << 20),
+        jsonl.run_stream(src, f, cli.functools.partial(cli._stream_chunk, "validate-descriptor", "sm90", 1 << 20),
                          lambda: cli._descriptor_handler("sm90"), cli._descriptor_error, 1 << 20,
                          workers)
     got = out.read_text().splitlines()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import legalsat
 from legalsat.errors import InputError
-from legalsat.schemas.descriptors import VerdictOut, parse_descriptor_json
+from legalsat.schemas.descriptors import VerdictOut, parse_descriptor
 
 FIELDS = ["dtype", "rank", "global_address", "global_dim", "global_strides", "box_dim",
           "element_strides", "interleave", "swizzle", "l2_promotion", "oob_fill"]
@@ -53,7 +53,7 @@ def test_problems_name_their_field_and_index():
     line = json.dumps({"dtype": "bfloat16", "global_address": 0, "global_dim": [8, -1],
                        "global_strides": [16], "box_dim": [8, "8"]})
     try:
-        parse_descriptor_json(line)
+        parse_descriptor(line)
     except InputError as e:
         fields = [d.field for d in e.details]
     assert fields == ["global_dim[1]", "box_dim[1]"]
