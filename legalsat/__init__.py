@@ -28,4 +28,11 @@ def analyze_bank_conflicts(request, target: str = "sm90"):
     return _analyze(request, target)
 
 
-__all__ = ["__version__", "analyze_bank_conflicts", "validate_descriptor"]
+def verify_pipeline(protocol):
+    """Check an asynchronous copy protocol; see legalsat.schemas.pipeline."""
+    from legalsat.schemas.pipeline import verify_pipeline as _verify
+
+    return _verify(protocol)
+
+
+__all__ = ["__version__", "analyze_bank_conflicts", "validate_descriptor", "verify_pipeline"]

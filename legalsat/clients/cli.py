@@ -2,6 +2,7 @@
 
     legalsat validate-descriptor [--target sm90] [FILE|-]   JSON Lines in, one verdict per line out
     legalsat bank-conflicts [--target sm90] [FILE|-]        JSON Lines in, one report per line out
+    legalsat verify-pipeline [FILE|-]                       JSON Lines in, one verdict per line out
 """
 
 from __future__ import annotations
@@ -66,10 +67,24 @@ def _bank_error(err: InputError) -> bytes:
     return _dumps(error_report(err))
 
 
+@functools.cache
+def _pipeline_handler(target_name: str) -> Callable[[bytes], bytes]:
+    from legalsat.schemas.pipeline import verdict_json
+
+    return verdict_json  # protocols are target-independent
+
+
+def _pipeline_error(err: InputError) -> bytes:
+    from legalsat.schemas.pipeline import error_verdict
+
+    return _dumps(error_verdict(err))
+
+
 # command -> (per-line handler factory (cached per process), shaper of input errors)
 _STREAMS: dict[str, tuple[Callable[[str], Callable[[bytes], bytes]], Callable[[InputError], bytes]]] = {
     "validate-descriptor": (_descriptor_handler, _descriptor_error),
     "bank-conflicts": (_bank_handler, _bank_error),
+    "verify-pipeline": (_pipeline_handler, _pipeline_error),
 }
 
 
@@ -99,8 +114,11 @@ def _run_stream(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add_stream_args(p: argparse.ArgumentParser, target_help: str) -> None:
-    p.add_argument("--target", default=None, help=target_help)
+def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> None:
+    if target_help:
+        p.add_argument("--target", default=None, help=target_help)
+    else:
+        p.set_defaults(target=None)
     p.add_argument("--workers", type=int, default=None,
                    help="worker processes for large files (default: LEGALSAT_WORKERS or all cores)")
     p.add_argument("file", nargs="?", default="-", help="JSON Lines file, or - for stdin (default)")
@@ -126,6 +144,13 @@ def build_parser() -> argparse.ArgumentParser:
                     'structured {"tile", "pattern", "vector", "op"}, and writes one report per '
                     "line, in order.")
     _add_stream_args(b, "target for requests that name none (default: LEGALSAT_TARGET or sm90)")
+    vp = sub.add_parser(
+        "verify-pipeline",
+        help="check asynchronous copy protocols (JSON Lines in, one verdict per line out)",
+        description="Reads one protocol per line (barriers, buffers, roles with their "
+                    "programs) and writes one verdict per line: deadlocks, tx-count "
+                    "mismatches, phase reuse, buffer hazards, missing fences, store reuse.")
+    _add_stream_args(vp, None)
     return p
 
 

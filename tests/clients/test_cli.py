@@ -104,3 +104,22 @@ def test_bank_conflicts_keeps_every_line_in_order():
     assert out[1]["error"]["code"] == "invalid_input"
     assert out[2]["error"]["field"] == "addresses"
     assert out[3]["conflict_ways"] == 1.0 and len(out[3]["accesses"]) == 8
+
+
+def test_verify_pipeline_keeps_every_line_in_order():
+    import sys as _sys
+    _sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "extract"))
+    from protocols import SEEDS, warp_specialized
+
+    from legalsat.schemas.pipeline import protocol_to_dict
+
+    good = protocol_to_dict(warp_specialized(2))
+    bad = protocol_to_dict(SEEDS["tx_mismatch"](warp_specialized(2)))
+    lines = [json.dumps(good), json.dumps(bad), "{}", "nope"]
+    r = run_cli("verify-pipeline", "-", stdin=("\n".join(lines) + "\n").encode())
+    assert r.returncode == 0, r.stderr
+    out = [json.loads(x) for x in r.stdout.decode().splitlines()]
+    assert [o["ok"] for o in out] == [True, False, False, False]
+    v = out[1]["violations"][0]
+    assert v["rule"] == "tx_mismatch" and {"role", "op_index", "iteration", "message"} <= set(v)
+    assert out[2]["error"]["field"] == "roles"

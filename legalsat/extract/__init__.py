@@ -1,0 +1,1 @@
+"""From saturated formulations to plans: asynchronous protocols (verification and synthesis)."""
