@@ -35,4 +35,11 @@ def verify_pipeline(protocol):
     return _verify(protocol)
 
 
-__all__ = ["__version__", "analyze_bank_conflicts", "validate_descriptor", "verify_pipeline"]
+def optimize(request):
+    """Plan a data movement (dict, JSON text or OptimizeRequest); see legalsat.pipeline."""
+    from legalsat.pipeline import optimize as _optimize
+
+    return _optimize(request)
+
+
+__all__ = ["__version__", "analyze_bank_conflicts", "optimize", "validate_descriptor", "verify_pipeline"]

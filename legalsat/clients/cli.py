@@ -3,6 +3,9 @@
     legalsat validate-descriptor [--target sm90] [FILE|-]   JSON Lines in, one verdict per line out
     legalsat bank-conflicts [--target sm90] [FILE|-]        JSON Lines in, one report per line out
     legalsat verify-pipeline [FILE|-]                       JSON Lines in, one verdict per line out
+    legalsat optimize [REQUEST.json|-]                      one planning request in, its response out
+    legalsat batch IN.jsonl -o OUT.jsonl [--jobs N]         many requests, planned in parallel, in order
+    legalsat schema [request|response]                      the published JSON Schemas
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import json
 import sys
 from collections.abc import Callable
 
-from legalsat.errors import InputError
+from legalsat.errors import ErrorDetail, InputError
 from legalsat.settings import get_settings
 
 
@@ -125,6 +128,72 @@ def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> Non
     p.set_defaults(run=_run_stream)
 
 
+def _optimize(args: argparse.Namespace) -> int:
+    from legalsat.pipeline import optimize
+
+    with _open_input(args.file) as f:
+        data = f.read(get_settings().max_body_bytes + 1)
+    if len(data) > get_settings().max_body_bytes:
+        raise InputError([ErrorDetail("too_large", f"the request is over {get_settings().max_body_bytes} "
+                                      "bytes", "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")])
+    out = optimize(data)
+    sys.stdout.write(json.dumps(out, indent=None if args.compact else 2) + "\n")
+    return 0 if out["status"] == "ok" else 3
+
+
+def _plan_line(item: tuple[int, bytes]) -> tuple[int, bytes]:
+    """One batch line, planned in a worker process: a response or an error object."""
+    from legalsat.pipeline import error_response, optimize
+
+    n, line = item
+    try:
+        out = optimize(line)
+    except InputError as e:
+        out = error_response(e)
+        out["line"] = n
+    except Exception as e:  # a planner bug must not stop the batch: report it on its line
+        out = {"status": "error", "line": n, "error": {
+            "code": "internal", "message": f"{type(e).__name__}: {e}",
+            "fix": "report this request to the legalsat maintainers", "field": None}}
+    return n, json.dumps(out, separators=(",", ":")).encode() + b"\n"
+
+
+def _batch(args: argparse.Namespace) -> int:
+    import multiprocessing as mp
+
+    settings = get_settings(workers=args.jobs)
+    with _open_input(args.file) as f:
+        lines = [(n, ln) for n, ln in enumerate(f.read().splitlines(), 1) if ln.strip()]
+    out = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
+    show = not args.quiet
+    done = 0
+    jobs = max(1, min(settings.workers, len(lines) or 1))
+    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
+    try:
+        with ctx.Pool(jobs) as pool:
+            for _, text in pool.imap(_plan_line, lines, chunksize=1):  # imap keeps input order
+                out.write(text)
+                done += 1
+                if show:
+                    bar = "#" * (30 * done // max(len(lines), 1))
+                    print(f"\rlegalsat batch [{bar:<30}] {done}/{len(lines)}", end="", file=sys.stderr)
+    finally:
+        if show:
+            print(file=sys.stderr)
+        if out is not sys.stdout.buffer:
+            out.close()
+    return 0
+
+
+def _schema(args: argparse.Namespace) -> int:
+    from legalsat.schemas.optimize import OptimizeRequest
+    from legalsat.schemas.plan import OptimizeResponse
+
+    model = OptimizeRequest if args.which == "request" else OptimizeResponse
+    sys.stdout.write(json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     p = argparse.ArgumentParser(
@@ -151,6 +220,24 @@ def build_parser() -> argparse.ArgumentParser:
                     "programs) and writes one verdict per line: deadlocks, tx-count "
                     "mismatches, phase reuse, buffer hazards, missing fences, store reuse.")
     _add_stream_args(vp, None)
+    o = sub.add_parser("optimize", help="plan one data movement (JSON request in, response out)",
+                       description="Reads one request ({\"target\", \"op\" | \"term\", \"options\"}) and "
+                                   "prints the response: plans best first, rejected strategies with "
+                                   "reasons, e-graph statistics, stage timings. Exit 3: infeasible.")
+    o.add_argument("file", nargs="?", default="-", help="request JSON file, or - for stdin (default)")
+    o.add_argument("--compact", action="store_true", help="one-line JSON")
+    o.set_defaults(run=_optimize)
+    bt = sub.add_parser("batch", help="plan many requests in parallel (JSON Lines in and out, in order)",
+                        description="Plans one request per line in worker processes and writes one "
+                                    "response or one error object per line, in input order.")
+    bt.add_argument("file", help="JSON Lines file of requests, or - for stdin")
+    bt.add_argument("-o", "--output", default="-", help="output JSON Lines file (default: stdout)")
+    bt.add_argument("--jobs", type=int, default=None, help="worker processes (default: LEGALSAT_WORKERS or all cores)")
+    bt.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    bt.set_defaults(run=_batch)
+    sc = sub.add_parser("schema", help="print the JSON Schema of optimize requests or responses")
+    sc.add_argument("which", nargs="?", choices=["request", "response"], default="request")
+    sc.set_defaults(run=_schema)
     return p
 
 

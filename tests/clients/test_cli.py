@@ -123,3 +123,35 @@ def test_verify_pipeline_keeps_every_line_in_order():
     v = out[1]["violations"][0]
     assert v["rule"] == "tx_mismatch" and {"role", "op_index", "iteration", "message"} <= set(v)
     assert out[2]["error"]["field"] == "roles"
+
+
+def test_optimize_and_batch_commands(tmp_path, capsys):
+    import json
+
+    from legalsat.clients.cli import main
+
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps({"term": "(copy (view bfloat16 (256 256) (256 1) 16) "
+                                       "(view bfloat16 (256 256) (1 256) 16))", "request_id": "t1"}))
+    assert main(["optimize", "--compact", str(req)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["request_id"] == "t1" and out["plans"][0]["proof"]["verified"]
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(req.read_text() + "\nnot json\n" + json.dumps(
+        {"op": {"kind": "copy", "src": {"dtype": "int32", "shape": [4], "strides": [1]},
+                "dst": {"dtype": "int32", "shape": [4], "strides": [0]}}}) + "\n")
+    out_path = tmp_path / "out.jsonl"
+    assert main(["batch", str(lines), "-o", str(out_path), "--jobs", "2", "--quiet"]) == 0
+    got = [json.loads(x) for x in out_path.read_text().splitlines()]
+    assert [g["status"] for g in got] == ["ok", "error", "error"]
+    assert got[1]["error"]["code"] == "invalid_json" and got[2]["error"]["field"] == "op.dst.strides"
+
+
+def test_schema_command(capsys):
+    import json
+
+    from legalsat.clients.cli import main
+
+    assert main(["schema", "response"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert "plans" in schema["properties"]

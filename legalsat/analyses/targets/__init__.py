@@ -7,7 +7,7 @@ own driver- or profiler-verified corpus).
 
 from __future__ import annotations
 
-from legalsat.analyses.targets.base import BankFacts, Target, TmaFacts
+from legalsat.analyses.targets.base import BankFacts, CostFacts, Target, TmaFacts
 from legalsat.analyses.targets.gfx942 import GFX942
 from legalsat.analyses.targets.sm90 import SM90
 from legalsat.analyses.targets.sm100 import SM100
@@ -28,4 +28,4 @@ def get_target(name: str) -> Target:
             f"unknown target {name!r}; use one of: {', '.join(sorted(TARGETS))}") from None
 
 
-__all__ = ["TARGETS", "BankFacts", "Target", "TmaFacts", "UnknownTarget", "get_target"]
+__all__ = ["TARGETS", "BankFacts", "CostFacts", "Target", "TmaFacts", "UnknownTarget", "get_target"]

@@ -39,6 +39,29 @@ class BankFacts:
 
 
 @dataclass(frozen=True)
+class CostFacts:
+    """The planner's analytic time model of a target (estimated, then calibrated).
+
+    Efficiencies are permille of `copy_bandwidth_gbps` (device-to-device copy, read + write):
+    `by_width` for contiguous accesses of that many bytes per lane; `tma`, `staged`,
+    `shuffle`, `inspector` for those strategies; `scatter` for a copy that touches one side
+    element by element. `row_overhead_bytes`: a random row costs as if it were this much
+    longer (latency and partial sectors). `source` says where the numbers come from.
+    """
+
+    source: str
+    copy_bandwidth_gbps: int = 2960
+    launch_ns: int = 3000
+    by_width: tuple[tuple[int, int], ...] = ((1, 250), (2, 400), (4, 650), (8, 850), (16, 950))
+    tma: int = 900
+    staged: int = 930
+    shuffle: int = 850
+    inspector: int = 900
+    scatter: int = 150
+    row_overhead_bytes: int = 384
+
+
+@dataclass(frozen=True)
 class Target:
     """One GPU architecture legalsat plans for."""
 
@@ -47,3 +70,4 @@ class Target:
     tma: TmaFacts | None
     banks: BankFacts
     smem_per_block_bytes: int
+    cost: CostFacts = CostFacts(source="analytic")

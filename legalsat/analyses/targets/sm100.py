@@ -4,7 +4,7 @@ The documented rules are what NVIDIA states; on sm90 the driver turned out stric
 sm90.py), so treat sm100 verdicts of "legal" as provisional until a driver corpus exists.
 """
 
-from legalsat.analyses.targets.base import BankFacts, Target, TmaFacts
+from legalsat.analyses.targets.base import BankFacts, CostFacts, Target, TmaFacts
 from legalsat.terms.dtypes import DTYPES
 
 SM100 = Target(
@@ -18,4 +18,6 @@ SM100 = Target(
     ),
     banks=BankFacts(banks=32, bank_bytes=4, lanes=32),
     smem_per_block_bytes=232448,
+    # analytic: HBM3e copy assumed ~6.5 TB/s until measured
+    cost=CostFacts(source="analytic", copy_bandwidth_gbps=6500),
 )

@@ -1,0 +1,102 @@
+"""Extracted terms as plain data: the formulation a plan is built from.
+
+    (PadDst 2006 2016 (Tma (Pieces (Copy 16 16 16 (DCons ...)) (Shift 8 8 (Copy 2 16 16 ...)))))
+
+becomes a `Formulation`: strategy, the relayouts it needs, the movement kind and its pieces
+(each a copy of `eb`-byte elements over dims (extent, src stride, dst stride) at byte offsets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from legalsat.rules.language import CONSUMERS, DISTRIBUTIONS
+from legalsat.terms.sexpr import parse_sexp
+
+_STRATEGY = {"Direct": "direct", "Tma": "tma", "Staged": "staged_smem", "Shuffle": "shuffle",
+             "InspExec": "inspector_executor"}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One copy: dims outermost first as extracted, strides in elements of `eb` bytes;
+    offsets in bytes from the movement's bases."""
+
+    eb: int
+    src_align: int
+    dst_align: int
+    dims: tuple[tuple[int, int, int], ...]
+    src_offset: int = 0
+    dst_offset: int = 0
+
+    @property
+    def elems(self) -> int:
+        out = 1
+        for n, _, _ in self.dims:
+            out *= n
+        return out
+
+    @property
+    def bytes(self) -> int:
+        return self.elems * self.eb
+
+    def big_dims(self) -> tuple[tuple[int, int, int], ...]:
+        """Dims of extent > 1 (unit dims enumerate one offset)."""
+        return tuple(d for d in self.dims if d[0] > 1)
+
+
+@dataclass(frozen=True)
+class Relayout:
+    """A pitch the plan needs changed: `side` src|dst, stride in bytes before and after."""
+
+    side: str
+    old_bytes: int
+    new_bytes: int
+
+
+@dataclass(frozen=True)
+class Formulation:
+    strategy: str
+    kind: str  # copy | gather | load_tile
+    pieces: tuple[Piece, ...]
+    relayouts: tuple[Relayout, ...] = ()
+    index_count: int = 0
+    distribution: str | None = None
+    consumer: str | None = None
+
+
+def _dims(x) -> tuple[tuple[int, int, int], ...]:
+    out = []
+    while x[0] == "DCons":
+        out.append((x[1], x[2], x[3]))
+        x = x[4]
+    return tuple(out)
+
+
+def _pieces(x, so: int = 0, do: int = 0) -> list[Piece]:
+    head = x[0]
+    if head == "Copy":
+        return [Piece(x[1], x[2], x[3], _dims(x[4]), so, do)]
+    if head == "Pieces":
+        return _pieces(x[1], so, do) + _pieces(x[2], so, do)
+    if head == "Shift":
+        return _pieces(x[3], so + x[1], do + x[2])
+    raise ValueError(f"not a copy movement: {head}")
+
+
+def formulation(term: str) -> Formulation:
+    """Parse an extracted plan term (see the module docstring)."""
+    x = parse_sexp(term)
+    relayouts = []
+    while x[0] in ("PadSrc", "PadDst"):
+        relayouts.append(Relayout("src" if x[0] == "PadSrc" else "dst", x[1], x[2]))
+        x = x[3]
+    strategy = _STRATEGY[x[0]]
+    mov = x[1]
+    if mov[0] == "Gath":
+        return Formulation(strategy, "gather", tuple(_pieces(mov[3])), tuple(relayouts),
+                           index_count=mov[1], distribution=DISTRIBUTIONS[mov[2]])
+    if mov[0] == "Tile":
+        return Formulation(strategy, "load_tile", tuple(_pieces(mov[2])), tuple(relayouts),
+                           consumer=CONSUMERS[mov[1]])
+    return Formulation(strategy, "copy", tuple(_pieces(mov)), tuple(relayouts))

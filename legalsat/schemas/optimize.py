@@ -1,0 +1,240 @@
+"""Optimize requests: one pydantic model for HTTP, the command line and the Python API.
+
+    {"target": "sm90", "op": {"kind": "copy", "src": VIEW, "dst": VIEW}, "options": {...}}
+    {"target": "sm90", "term": "(copy (view ...) (view ...))", "options": {...}}
+
+`parse_request` turns either form into a `PlanRequest` (validated terms + options) or raises
+InputError naming the field and how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from math import prod
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+
+from legalsat.analyses.overlap import overlaps
+from legalsat.analyses.targets import TARGETS, Target, get_target
+from legalsat.errors import ErrorDetail, InputError
+from legalsat.schemas.validation import details_from_validation
+from legalsat.terms.dtypes import DTYPES
+from legalsat.terms.movement import (
+    MAX_BYTES,
+    MAX_RANK,
+    Consumer,
+    Copy,
+    Distribution,
+    Gather,
+    IndexSpec,
+    LoadTile,
+    Movement,
+    View,
+)
+from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
+
+Pos = Annotated[StrictInt, Field(ge=1, le=(1 << 62))]
+NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
+MOVABLE_DTYPES = tuple(n for n, d in DTYPES.items() if not d.packed)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ViewIn(_Strict):
+    """A strided tensor: shape and strides outermost first, in elements."""
+
+    dtype: str = Field(description=f"element type: {', '.join(MOVABLE_DTYPES)}")
+    shape: list[StrictInt] = Field(description="extents, outermost first (1..8 dims, each >= 1)")
+    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)")
+    base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes")
+
+
+class CopyOp(_Strict):
+    kind: Literal["copy"]
+    src: ViewIn
+    dst: ViewIn
+
+
+class LoadTileOp(_Strict):
+    kind: Literal["load_tile"]
+    src: ViewIn
+    tile: list[StrictInt] = Field(description="tile extents, outermost first; one per src dim")
+    consumer: Literal["wgmma_a", "wgmma_b", "rows", "cols"]
+
+
+class IndexIn(_Strict):
+    count: StrictInt = Field(description="number of index entries (>= 1)")
+    distribution: Literal["random", "sorted", "clustered", "paged", "warp_local"] = "random"
+    page_size: Pos | None = Field(None, description="positions along the axis one index selects")
+    unique: StrictBool = False
+    groups: Pos | None = Field(None, description="buckets (experts) the indices are routed to (MoE)")
+
+
+class GatherOp(_Strict):
+    kind: Literal["gather"]
+    src: ViewIn
+    axis: NonNeg
+    index: IndexIn
+
+
+class Options(_Strict):
+    allow_padding: StrictBool = Field(False, description="may a plan change a row pitch / allocation")
+    max_plans: Annotated[StrictInt, Field(ge=1, le=16)] = 3
+    timeout_ms: Annotated[StrictInt, Field(ge=1, le=600_000)] = 2000
+    node_limit: Annotated[StrictInt, Field(ge=16, le=10_000_000)] = 20000
+    smem_bytes: Pos | None = Field(None, description="shared memory per block (default: the target's)")
+    explain: StrictBool = False
+    keep_egraph: StrictBool = False
+
+
+class OptimizeRequest(_Strict):
+    """One planning request: an `op` object or a `term` s-expression (exactly one)."""
+
+    target: str = Field("sm90", description=f"hardware target: {', '.join(sorted(TARGETS))}")
+    op: Annotated[CopyOp | LoadTileOp | GatherOp, Field(discriminator="kind")] | None = None
+    term: str | None = Field(None, description="the movement as an s-expression")
+    options: Options = Options()
+    request_id: Annotated[str, Field(max_length=128)] | None = None
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A validated request. `term_text` is the canonical s-expression of `movement`."""
+
+    target: Target
+    movement: Movement
+    options: Options
+    term_text: str
+    request_id: str | None = None
+
+    @property
+    def smem_bytes(self) -> int:
+        return self.options.smem_bytes or self.target.smem_per_block_bytes
+
+
+def _bad(field: str, message: str, fix: str) -> InputError:
+    return InputError([ErrorDetail("invalid_input", message, fix, field)])
+
+
+def _view(v: ViewIn, field: str) -> View:
+    if v.dtype not in DTYPES:
+        import difflib
+
+        close = difflib.get_close_matches(v.dtype, list(DTYPES), n=1)
+        raise _bad(f"{field}.dtype", f"{field}.dtype: unknown dtype {v.dtype!r}"
+                   + (f"; did you mean {close[0]!r}?" if close else ""),
+                   f"use one of: {', '.join(MOVABLE_DTYPES)}")
+    if DTYPES[v.dtype].packed:
+        raise _bad(f"{field}.dtype", f"{field}.dtype: {v.dtype} is a packed sub-byte format; "
+                   "the planner moves whole bytes", "describe the data as uint8 (bytes) instead")
+    if not 1 <= len(v.shape) <= MAX_RANK:
+        raise _bad(f"{field}.shape", f"{field}.shape has {len(v.shape)} dims; 1 to {MAX_RANK} are supported",
+                   "merge contiguous dims before sending, or send a view of at most 8 dims")
+    if len(v.strides) != len(v.shape):
+        raise _bad(f"{field}.strides", f"{field}.strides has {len(v.strides)} entries but shape has "
+                   f"{len(v.shape)}", "give one stride (in elements) per dim, outermost first")
+    for k, n in enumerate(v.shape):
+        if n < 1:
+            raise _bad(f"{field}.shape[{k}]", f"{field}.shape[{k}] is {n}; extents must be >= 1",
+                       "a movement of an empty tensor has nothing to plan: skip it")
+    for k, s in enumerate(v.strides):
+        if s < 0:
+            raise _bad(f"{field}.strides[{k}]", f"{field}.strides[{k}] is {s}; strides must be >= 0",
+                       "describe a flipped dim by its positive stride and move the base")
+    if v.base_align & (v.base_align - 1):
+        raise _bad(f"{field}.base_align", f"{field}.base_align is {v.base_align}; it must be a power of two",
+                   "give the largest power of two that divides the base address (e.g. 16)")
+    esize = DTYPES[v.dtype].storage_bits // 8
+    span = (1 + sum((n - 1) * s for n, s in zip(v.shape, v.strides))) * esize
+    if span >= MAX_BYTES or prod(v.shape) * esize >= MAX_BYTES:
+        raise _bad(f"{field}.shape", f"{field} spans {span} bytes, past 2^63",
+                   "check the shape and strides (strides are in elements, not bytes)")
+    return View(DTYPES[v.dtype], tuple(v.shape), tuple(v.strides), min(v.base_align, 1 << 12))
+
+
+def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
+    src = _view(op.src, "op.src")
+    if isinstance(op, CopyOp):
+        dst = _view(op.dst, "op.dst")
+        if dst.shape != src.shape:
+            raise _bad("op.dst.shape", f"op.dst.shape {list(dst.shape)} differs from op.src.shape "
+                       f"{list(src.shape)}", "a copy maps every index of src to the same index of dst: "
+                       "give both views the same shape (permute the strides, not the shape)")
+        if dst.dtype != src.dtype:
+            raise _bad("op.dst.dtype", f"op.dst.dtype {dst.dtype.name} differs from op.src.dtype "
+                       f"{src.dtype.name}", "a copy moves bits: use the same dtype (a cast is not a copy)")
+        if overlaps(dst.shape, dst.strides):
+            raise _bad("op.dst.strides", f"op.dst strides {list(dst.strides)} map two indices to one "
+                       "address: the copy would race", "give the destination non-overlapping strides")
+        return Copy(src, dst)
+    if isinstance(op, LoadTileOp):
+        if len(op.tile) != src.rank:
+            raise _bad("op.tile", f"op.tile has {len(op.tile)} dims but op.src has {src.rank}",
+                       "give one tile extent per src dim (1 for dims the tile does not span)")
+        for k, (t, n) in enumerate(zip(op.tile, src.shape)):
+            if not 1 <= t <= n:
+                raise _bad(f"op.tile[{k}]", f"op.tile[{k}] is {t}; it must be between 1 and the "
+                           f"src extent {n}", "choose a tile no larger than the tensor")
+        return LoadTile(src, tuple(op.tile), Consumer(op.consumer))
+    if op.axis >= src.rank:
+        raise _bad("op.axis", f"op.axis is {op.axis} but op.src has {src.rank} dims",
+                   f"use an axis between 0 and {src.rank - 1}")
+    ix = op.index
+    if ix.count < 1:
+        raise _bad("op.index.count", f"op.index.count is {ix.count}; a gather needs at least one index",
+                   "skip empty gathers, or send count >= 1")
+    page = ix.page_size
+    if page is not None and src.shape[op.axis] % page:
+        raise _bad("op.index.page_size", f"op.index.page_size {page} does not divide the axis extent "
+                   f"{src.shape[op.axis]}", "the gathered axis must hold whole pages")
+    if ix.distribution == "paged" and page is None:
+        raise _bad("op.index.page_size", "a paged gather needs op.index.page_size",
+                   "give the page size in positions along the axis (e.g. 16 tokens)")
+    out_elems = prod(src.shape) // src.shape[op.axis] * ix.count * (page or 1)
+    if out_elems * src.esize >= MAX_BYTES:
+        raise _bad("op.index.count", "the gather's output would exceed 2^63 bytes", "gather fewer rows")
+    if ix.unique and ix.count * (page or 1) > src.shape[op.axis]:
+        raise _bad("op.index.unique", f"{ix.count} unique indices cannot fit an axis of "
+                   f"{src.shape[op.axis] // (page or 1)} entries", "drop unique, or lower count")
+    return Gather(src, op.axis, IndexSpec(ix.count, Distribution(ix.distribution), page, ix.unique, ix.groups))
+
+
+_KNOWN = list(OptimizeRequest.model_fields) + list(Options.model_fields) + list(ViewIn.model_fields)
+_HINTS = {"target": f"use one of: {', '.join(sorted(TARGETS))}",
+          "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
+
+
+def parse_request(obj: object) -> PlanRequest:
+    """Validate a request (dict, JSON text or bytes) into a PlanRequest; raises InputError."""
+    if isinstance(obj, (bytes, str)):
+        try:
+            obj = json.loads(obj)
+        except (ValueError, UnicodeDecodeError) as e:
+            raise InputError([ErrorDetail("invalid_json", f"request is not valid JSON: {e}",
+                                          "send one JSON object", None)]) from None
+    if isinstance(obj, OptimizeRequest):
+        req = obj
+    else:
+        if not isinstance(obj, dict):
+            raise _bad("", "a request must be a JSON object", 'send {"target": ..., "op": {...}}')
+        obj = dict(obj)
+        if obj.get("term") is not None:
+            if obj.get("op") is not None:
+                raise _bad("term", "the request gives both op and term", "send only one of them")
+            obj["op"] = op_from_sexp(obj.pop("term"))
+        try:
+            req = OptimizeRequest.model_validate(obj)
+        except ValidationError as e:
+            raise InputError(details_from_validation(e, _HINTS, _KNOWN)) from None
+    if req.op is None:
+        raise _bad("op", "the request has neither op nor term", 'send "op": {...} or "term": "(copy ...)"')
+    try:
+        target = get_target(req.target)
+    except ValueError as e:
+        raise _bad("target", str(e), f"use one of: {', '.join(sorted(TARGETS))}") from None
+    movement = _movement(req.op)
+    return PlanRequest(target, movement, req.options, op_to_sexp(req.op.model_dump()), req.request_id)

@@ -1,0 +1,141 @@
+"""Data-movement requests: the terms the planner optimizes.
+
+Shapes and strides are outermost first and in elements (as PyTorch gives them). A view's
+`base_align` is the largest power of two dividing its base address, in bytes. Every term is
+a frozen dataclass with tuple fields, so terms hash, compare and cross process boundaries.
+
+Element maps (what a plan must reproduce exactly):
+- Copy:      dst[i] = src[i] for every logical index i of the common shape.
+- LoadTile:  each `tile`-shaped block of src lands, row-major, in one shared-memory stage.
+- Gather:    out[j, ...] = src[index[j], ...] along `axis`; with `page_size` p the index picks
+             pages: out[j*p + t, ...] = src[index[j]*p + t, ...]. `out` is contiguous.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from math import prod
+
+from legalsat.terms.dtypes import DType
+
+MAX_RANK = 8
+MAX_BYTES = 1 << 63
+
+
+class Consumer(StrEnum):
+    """Who reads a loaded tile out of shared memory."""
+
+    WGMMA_A = "wgmma_a"
+    WGMMA_B = "wgmma_b"
+    ROWS = "rows"
+    COLS = "cols"
+
+
+class Distribution(StrEnum):
+    """What is known about a gather's index values."""
+
+    RANDOM = "random"
+    SORTED = "sorted"
+    CLUSTERED = "clustered"
+    PAGED = "paged"
+    WARP_LOCAL = "warp_local"
+
+
+@dataclass(frozen=True)
+class View:
+    """A strided tensor in global memory. Invariant: len(shape) == len(strides) <= MAX_RANK,
+    every extent >= 1, every stride >= 0, base_align a power of two."""
+
+    dtype: DType
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    base_align: int = 16
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def esize(self) -> int:
+        """Bytes per element (packed sub-byte dtypes are not movable by the planner)."""
+        return self.dtype.storage_bits // 8
+
+    def span_elems(self) -> int:
+        """One past the largest element offset the view touches."""
+        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides))
+
+
+@dataclass(frozen=True)
+class Copy:
+    """dst[i] = src[i]; src and dst have the same shape and dtype."""
+
+    src: View
+    dst: View
+
+
+@dataclass(frozen=True)
+class LoadTile:
+    """Bring `tile`-shaped blocks of `src` into shared memory for `consumer`."""
+
+    src: View
+    tile: tuple[int, ...]
+    consumer: Consumer
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """The index of a gather: how many entries, and what is known of their values.
+    `groups`: the number of buckets (experts) indices are routed to (MoE), if any."""
+
+    count: int
+    distribution: Distribution = Distribution.RANDOM
+    page_size: int | None = None
+    unique: bool = False
+    groups: int | None = None
+
+
+@dataclass(frozen=True)
+class Gather:
+    """out[j, ...] = src[index[j], ...] along `axis` (pages of `page_size` when given)."""
+
+    src: View
+    axis: int
+    index: IndexSpec
+
+    @property
+    def unit(self) -> int:
+        """Consecutive positions along `axis` that one index selects (a page, or 1)."""
+        return self.index.page_size or 1
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        s = list(self.src.shape)
+        s[self.axis] = self.index.count * self.unit
+        return tuple(s)
+
+
+Movement = Copy | LoadTile | Gather
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides (outermost first) of a dense tensor of `shape`."""
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return tuple(reversed(out))
+
+
+def views_of(m: Movement) -> dict[str, View]:
+    """The named views of a movement (the gather's output view is derived, contiguous)."""
+    if isinstance(m, Copy):
+        return {"src": m.src, "dst": m.dst}
+    if isinstance(m, Gather):
+        shape = m.out_shape
+        return {"src": m.src, "out": View(m.src.dtype, shape, contiguous_strides(shape), 16)}
+    return {"src": m.src}

@@ -1,0 +1,148 @@
+"""The s-expression form of movement terms: parse and print, inverse of each other.
+
+    (copy (view bfloat16 (8192 8192) (8192 1) 16) (view bfloat16 (8192 8192) (1 8192) 16))
+    (load_tile (view float16 (4096 4096) (4096 1) 128) (128 64) wgmma_a)
+    (gather (view bfloat16 (32000 4096) (4096 1) 16) 0 (index 8192 random))
+    (gather (view bfloat16 (65536 8 128) (1024 128 1) 16) 0 (index 512 paged :page_size 16 :unique true))
+
+A view's base_align may be left out (16). Parsing checks only the syntax; the request
+validator checks the values and names the offending field.
+"""
+
+from __future__ import annotations
+
+import re
+
+from legalsat.errors import ErrorDetail, InputError
+
+Sexp = str | int | list
+
+_TOKEN = re.compile(r"\s*(?:(\()|(\))|([^\s()]+))")
+MAX_TERM_CHARS = 1 << 16
+
+
+def _err(message: str, fix: str) -> InputError:
+    return InputError([ErrorDetail("invalid_term", message, fix, "term")])
+
+
+def tokenize(text: str) -> list[str]:
+    """Split into '(', ')' and atoms; raises InputError on a non-string or oversize term."""
+    if not isinstance(text, str):
+        raise _err("term must be a string", 'send the term as text, e.g. "(copy (view ...) (view ...))"')
+    if len(text) > MAX_TERM_CHARS:
+        raise _err(f"term is {len(text)} characters; the limit is {MAX_TERM_CHARS}",
+                   "send the request as JSON, or a smaller term")
+    out, pos = [], 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise _err(f"cannot read the term at character {pos}", "check the parentheses")
+        out.append(m.group(1) or m.group(2) or m.group(3))
+        pos = m.end()
+    return out
+
+
+def parse_sexp(text: str) -> Sexp:
+    """Text -> nested lists of atoms (integers become int). Exactly one top-level form."""
+    toks = tokenize(text)
+    stack: list[list] = [[]]
+    for t in toks:
+        if t == "(":
+            if len(stack) > 16:
+                raise _err("term is nested too deeply", "a movement term nests at most a few levels")
+            stack.append([])
+        elif t == ")":
+            if len(stack) == 1:
+                raise _err("unbalanced ')' in term", "remove the extra ')'")
+            done = stack.pop()
+            stack[-1].append(done)
+        else:
+            stack[-1].append(int(t) if re.fullmatch(r"-?\d+", t) else t)
+    if len(stack) != 1:
+        raise _err("unbalanced '(' in term", "close every '(' with a ')'")
+    if len(stack[0]) != 1:
+        raise _err(f"term must be one form; found {len(stack[0])}", "wrap the movement in one (copy ...), "
+                   "(load_tile ...) or (gather ...)")
+    return stack[0][0]
+
+
+def show(x: Sexp) -> str:
+    """Nested lists -> text (the inverse of parse_sexp)."""
+    if isinstance(x, list):
+        return "(" + " ".join(show(e) for e in x) + ")"
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    return str(x)
+
+
+def _ints(x: Sexp, what: str) -> list[int]:
+    if not isinstance(x, list) or not all(isinstance(e, int) for e in x):
+        raise _err(f"{what} must be a parenthesised list of integers, got {show(x)}",
+                   f"write {what} like (8192 8192)")
+    return x
+
+
+def _view(x: Sexp, where: str) -> dict:
+    if not (isinstance(x, list) and x and x[0] == "view" and len(x) in (4, 5)):
+        raise _err(f"{where} must be (view DTYPE (SHAPE...) (STRIDES...) [BASE_ALIGN]), got {show(x)}",
+                   "write e.g. (view bfloat16 (8192 8192) (8192 1) 16)")
+    out = {"dtype": str(x[1]), "shape": _ints(x[2], f"{where} shape"),
+           "strides": _ints(x[3], f"{where} strides")}
+    if len(x) == 5:
+        out["base_align"] = x[4]
+    return out
+
+
+def _index(x: Sexp) -> dict:
+    if not (isinstance(x, list) and len(x) >= 3 and x[0] == "index" and isinstance(x[1], int)):
+        raise _err(f"a gather's index must be (index COUNT DISTRIBUTION [:page_size P] [:unique true] "
+                   f"[:groups G]), got {show(x)}", "write e.g. (index 8192 random)")
+    out: dict = {"count": x[1], "distribution": str(x[2])}
+    rest = x[3:]
+    if len(rest) % 2:
+        raise _err(f"index options come in :key value pairs, got {show(rest)}", "write e.g. :page_size 16")
+    for k, v in zip(rest[::2], rest[1::2]):
+        if k == ":unique":
+            out["unique"] = v == "true"
+        elif k in (":page_size", ":groups"):
+            out[k[1:]] = v
+        else:
+            raise _err(f"unknown index option {k!r}", "use :page_size, :unique or :groups")
+    return out
+
+
+def op_from_sexp(text: str) -> dict:
+    """A term's text -> the JSON form of its `op` (validated later by the request schema)."""
+    x = parse_sexp(text)
+    head = x[0] if isinstance(x, list) and x else None
+    if head == "copy" and len(x) == 3:
+        return {"kind": "copy", "src": _view(x[1], "src"), "dst": _view(x[2], "dst")}
+    if head == "load_tile" and len(x) == 4:
+        return {"kind": "load_tile", "src": _view(x[1], "src"), "tile": _ints(x[2], "tile"),
+                "consumer": str(x[3])}
+    if head == "gather" and len(x) == 4 and isinstance(x[2], int):
+        return {"kind": "gather", "src": _view(x[1], "src"), "axis": x[2], "index": _index(x[3])}
+    raise _err(f"unknown movement term {show(x)[:80]}",
+               "use (copy SRC DST), (load_tile SRC (TILE...) CONSUMER) or (gather SRC AXIS (index ...))")
+
+
+def _view_sexp(v: dict) -> list:
+    return ["view", v["dtype"], list(v["shape"]), list(v["strides"]), v.get("base_align", 16)]
+
+
+def op_to_sexp(op: dict) -> str:
+    """The JSON form of an op -> its term text (inverse of op_from_sexp)."""
+    if op["kind"] == "copy":
+        return show(["copy", _view_sexp(op["src"]), _view_sexp(op["dst"])])
+    if op["kind"] == "load_tile":
+        return show(["load_tile", _view_sexp(op["src"]), list(op["tile"]), op["consumer"]])
+    ix = op["index"]
+    idx: list = ["index", ix["count"], ix.get("distribution", "random")]
+    if ix.get("page_size") is not None:
+        idx += [":page_size", ix["page_size"]]
+    if ix.get("unique"):
+        idx += [":unique", "true"]
+    if ix.get("groups") is not None:
+        idx += [":groups", ix["groups"]]
+    return show(["gather", _view_sexp(op["src"]), op["axis"], idx])
