@@ -12,13 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from legalsat.terms.movement import contiguous_strides
+
 
 def contiguous(shape):
-    out, acc = [], 1
-    for n in reversed(shape):
-        out.append(acc)
-        acc *= n
-    return list(reversed(out))
+    return list(contiguous_strides(tuple(shape)))
 
 
 def view(dtype, shape, strides=None, align=16):

@@ -10,6 +10,7 @@ dict of the published schema; invalid input raises InputError. Limits are report
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 
@@ -26,7 +27,7 @@ from legalsat.extract.saturate import Candidate, saturation
 from legalsat.extract.solve import Infeasible
 from legalsat.rules.language import STRATEGIES
 from legalsat.schemas.optimize import PlanRequest, parse_request
-from legalsat.terms.movement import Copy, Gather, LoadTile
+from legalsat.terms.movement import Copy, Gather, LoadTile, moved_elements
 
 PLANNER_VERSION = "legalsat-planner/1"
 
@@ -100,27 +101,23 @@ def _build(req: PlanRequest, cand: Candidate, clock: _Clock) -> dict:
     m = req.movement
     if isinstance(m, Copy):
         pieces, walks = build_copy(form, m, req.smem_bytes, req.target)
-        clock.lap("solve")
-        proof = prove_copy_plan(m, form, walks)
-        core = dict(pieces[0])
+        prove = functools.partial(prove_copy_plan, m, form, walks)
+        core = pieces[0]
         fields = {k: core.get(k) for k in ("tile", "grid", "num_warps", "num_stages", "vector_bytes",
                                             "descriptors", "smem", "async")}
         fields["descriptors"] = [d for p in pieces for d in (p.get("descriptors") or [])]
         fields["pieces"] = pieces
     elif isinstance(m, Gather):
-        fields, walks, proof = build_gather(form, m, req.target)
-        clock.lap("solve")
+        fields, prove = build_gather(form, m, req.target)
     else:
-        fields, proof = build_load_tile(form, m, req.smem_bytes, req.target)
-        clock.lap("solve")
+        fields, prove = build_load_tile(form, m, req.smem_bytes, req.target)
+    clock.lap("solve")
+    proof = prove()
     clock.lap("verify")
     if not proof.ok:
         raise Infeasible([{"rule": "proof", "message": f"the plan's element map is not the request's "
                            f"({proof.to_dict()})", "fix": "report this request: it is a planner bug"}])
-    bytes_moved = 2 * (m.src.numel if not isinstance(m, Gather) else
-                       m.index.count * m.unit * m.src.numel // m.src.shape[m.axis]) * m.src.esize
-    if isinstance(m, LoadTile):
-        bytes_moved = 2 * m.src.numel * m.src.esize
+    bytes_moved = 2 * moved_elements(m) * m.src.esize  # read + write
     us = cand.cost / 1e6
     plan = {"strategy": form.strategy, "term": cand.term, "num_warps": 4, "num_stages": 1,
             "vector_bytes": None, "descriptors": [], "smem": None, "async": None, "gather": None,
@@ -154,7 +151,7 @@ def optimize(request: object) -> dict:
         cands = sat.candidates()
         stats = {"enodes": sat.enodes, "eclasses": sat.eclasses, "iterations": sat.iterations,
                  "stop_reason": sat.stop_reason.value}
-        snapshot = sat.serialize_json() if opts.keep_egraph else None
+        snapshot = sat.snapshot if opts.keep_egraph else None
         clock.lap("extract")
     plans, rejected = [], []
     offered = {c.strategy for c in cands}

@@ -93,7 +93,7 @@ def consumer_layouts(eb: int, rows: int, row_bytes: int, consumer: str,
     only swizzles whose span fits the row (`row_bytes`) are offered."""
     dt = DTYPES[_BY_BYTES[min(eb, 8)]]
     pattern, width = _CONSUMER[consumer]
-    vector = max(1, width // dt.storage_bits * 8)
+    vector = max(1, width * 8 // dt.storage_bits)
     out = []
     for swizzle in ("none", "32B", "64B", "128B"):
         span = _span(swizzle)
@@ -106,6 +106,6 @@ def consumer_layouts(eb: int, rows: int, row_bytes: int, consumer: str,
         try:
             r = _ways(tile, pattern, vector, MemOp.LOAD, target)
         except ValueError:  # the pattern does not fit this tile shape: judge by rows
-            r = _ways(tile, WarpPattern.ROWS, 16 // dt.size_bytes.numerator, MemOp.LOAD, target)
+            r = _ways(tile, WarpPattern.ROWS, 128 // dt.storage_bits, MemOp.LOAD, target)
         out.append(TileLayout(swizzle, 0, 1.0, r))
     return tuple(sorted(out, key=lambda t: (t.ways, -len(t.swizzle))))

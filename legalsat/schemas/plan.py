@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class _Out(BaseModel):
@@ -91,7 +91,7 @@ class PieceOut(_Out):
     num_stages: int | None = None
     descriptors: list[DescriptorOut] | None = None
     smem: SmemOut | None = None
-    async_: AsyncOut | None = None
+    async_: AsyncOut | None = Field(None, alias="async")
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -112,7 +112,7 @@ class PlanOut(_Out):
     vector_bytes: int | None
     descriptors: list[DescriptorOut]
     smem: SmemOut | None
-    async_: AsyncOut | None = None
+    async_: AsyncOut | None = Field(None, alias="async")
     gather: dict | None
     pieces: list[dict]
     relayout: list[RelayoutOut]
@@ -159,13 +159,5 @@ class OptimizeResponse(_Out):
 
 
 def validate_response(obj: dict) -> OptimizeResponse:
-    """Check a response dict against the published models ("async" maps to async_)."""
-    def fix(p: dict) -> dict:
-        p = dict(p)
-        if "async" in p:
-            p["async_"] = p.pop("async")
-        return p
-
-    obj = dict(obj)
-    obj["plans"] = [fix(p) for p in obj["plans"]]
+    """Check a response dict against the published models."""
     return OptimizeResponse.model_validate(obj)

@@ -131,11 +131,9 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
-def views_of(m: Movement) -> dict[str, View]:
-    """The named views of a movement (the gather's output view is derived, contiguous)."""
-    if isinstance(m, Copy):
-        return {"src": m.src, "dst": m.dst}
+def moved_elements(m: Movement) -> int:
+    """Elements a movement reads (and writes): the whole source of a copy or tile load, the
+    gathered rows of a gather."""
     if isinstance(m, Gather):
-        shape = m.out_shape
-        return {"src": m.src, "out": View(m.src.dtype, shape, contiguous_strides(shape), 16)}
-    return {"src": m.src}
+        return m.index.count * m.unit * (m.src.numel // m.src.shape[m.axis])
+    return m.src.numel
