@@ -31,6 +31,11 @@ class InputError(ValueError):
         self.details = tuple(details)
         super().__init__(self.details[0].message if self.details else "invalid input")
 
+    @classmethod
+    def single(cls, code: str, message: str, fix: str, field: str | None = None) -> InputError:
+        """An InputError with one problem."""
+        return cls([ErrorDetail(code, message, fix, field)])
+
     @property
     def headline(self) -> ErrorDetail:
         return self.details[0]

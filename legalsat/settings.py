@@ -6,9 +6,15 @@ Nothing else in the package reads the environment; components receive a `Setting
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_cache_path() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "legalsat" / "plans.sqlite3")
 
 
 class Settings(BaseSettings):
@@ -17,10 +23,31 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LEGALSAT_", extra="ignore", frozen=True)
 
     target: str = Field("sm90", description="default hardware target (sm90, sm100, gfx942)")
-    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1,
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=256,
                          description="worker processes for CPU-bound work (default: all cores)")
     max_body_bytes: int = Field(1 << 20, ge=1024,
                                 description="largest request body / JSON line accepted, bytes")
+    # --- service (legalsat serve) ---
+    host: str = Field("127.0.0.1", description="address the service listens on")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port of the service")
+    queue_size: int = Field(256, ge=1, le=1 << 20,
+                            description="planning jobs that may wait for a worker; past it: 429")
+    deadline_ms: int = Field(30_000, ge=10, le=3_600_000,
+                             description="hard deadline of one request (an optimize request's own "
+                                         "options.timeout_ms is used when smaller); past it: 504 "
+                                         "and the worker is replaced")
+    cache_path: str = Field(default_factory=_default_cache_path,
+                            description='SQLite file of the plan cache; "" keeps it in memory only')
+    cache_max_entries: int = Field(100_000, ge=1, description="plans kept in the cache (least "
+                                   "recently used go first)")
+    egraphs_kept: int = Field(64, ge=1, le=100_000,
+                              description="e-graphs kept for the viewer (keep_egraph requests)")
+    viewer_max_eclasses: int = Field(250, ge=10, le=100_000,
+                                     description="e-classes drawn by the viewer before it collapses")
+    max_batch_items: int = Field(256, ge=1, le=100_000, description="requests in one batch")
+    token: SecretStr | None = Field(None, description="bearer token every /v1 route requires (unset: open)")
+    shutdown_grace_s: float = Field(30.0, ge=0, description="how long shutdown waits for in-flight requests")
+    log_level: str = Field("info", description="uvicorn log level")
 
 
 def get_settings(**overrides: object) -> Settings:

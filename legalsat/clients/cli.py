@@ -6,6 +6,7 @@
     legalsat optimize [REQUEST.json|-]                      one planning request in, its response out
     legalsat batch IN.jsonl -o OUT.jsonl [--jobs N]         many requests, planned in parallel, in order
     legalsat schema [request|response]                      the published JSON Schemas
+    legalsat serve [--host H] [--port P] [--workers N] ...  the HTTP service (FastAPI + uvicorn)
 """
 
 from __future__ import annotations
@@ -206,6 +207,17 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from legalsat.server import serve
+
+    settings = get_settings(host=args.host, port=args.port, workers=args.workers,
+                            queue_size=args.queue_size, deadline_ms=args.deadline_ms,
+                            cache_path=args.cache_path, token=args.token, log_level=args.log_level,
+                            target=args.target)
+    serve(settings)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     p = argparse.ArgumentParser(
@@ -250,6 +262,20 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="print the JSON Schema of optimize requests or responses")
     sc.add_argument("which", nargs="?", choices=["request", "response"], default="request")
     sc.set_defaults(run=_schema)
+    sv = sub.add_parser("serve", help="run the HTTP service (routes mirror these commands; see /docs)",
+                        description="Runs the FastAPI service with uvicorn: planning in worker processes "
+                                    "with hard deadlines, a persistent plan cache, the e-graph viewer. "
+                                    "Every flag has a LEGALSAT_* environment variable; flags win.")
+    sv.add_argument("--host", default=None, help="listen address (LEGALSAT_HOST, default 127.0.0.1)")
+    sv.add_argument("--port", type=int, default=None, help="TCP port (LEGALSAT_PORT, default 8000)")
+    sv.add_argument("--workers", type=int, default=None, help="planning processes (LEGALSAT_WORKERS, default: cores)")
+    sv.add_argument("--queue-size", type=int, default=None, help="jobs that may wait (LEGALSAT_QUEUE_SIZE)")
+    sv.add_argument("--deadline-ms", type=int, default=None, help="hard deadline per request (LEGALSAT_DEADLINE_MS)")
+    sv.add_argument("--cache-path", default=None, help='plan cache SQLite file, "" for memory (LEGALSAT_CACHE_PATH)')
+    sv.add_argument("--token", default=None, help="bearer token for /v1 routes (LEGALSAT_TOKEN)")
+    sv.add_argument("--target", default=None, help="default target (LEGALSAT_TARGET, default sm90)")
+    sv.add_argument("--log-level", default=None, help="uvicorn log level (LEGALSAT_LOG_LEVEL, default info)")
+    sv.set_defaults(run=_serve)
     return p
 
 

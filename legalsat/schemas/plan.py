@@ -134,7 +134,10 @@ class EgraphOut(_Out):
     eclasses: int
     iterations: int
     stop_reason: Literal["saturated", "node_limit", "time_limit", "iteration_limit"]
-    snapshot: str | None = None
+    snapshot: str | None = Field(None, description="egraph-serialize JSON (command line / Python API "
+                                 "with keep_egraph)")
+    id: str | None = Field(None, description="the service keeps the e-graph instead: GET "
+                           "/v1/egraphs/{id} (JSON) and /v1/egraphs/{id}/view (HTML)")
 
 
 class TimingsOut(_Out):

@@ -1,0 +1,81 @@
+"""The FastAPI application factory.
+
+    create_app(settings) -> FastAPI
+
+The lifespan opens the plan cache and starts the worker pool before the first request and,
+at shutdown (after uvicorn has finished the in-flight requests), stops the workers and
+closes the cache. Routes are thin: the same models and functions as the command line.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI
+
+import legalsat
+from legalsat.pipeline import PLANNER_VERSION
+from legalsat.server import openapi
+from legalsat.server.cache import PlanCache
+from legalsat.server.deps import ServiceState, require_token
+from legalsat.server.errors import install_error_handlers
+from legalsat.server.metrics import Metrics, MetricsMiddleware
+from legalsat.server.pool import WorkerPool
+from legalsat.server.routers import analyze, egraphs, health, optimize, verify
+from legalsat.settings import Settings, get_settings
+
+log = logging.getLogger("legalsat.server")
+
+DESCRIPTION = """legalsat plans GPU data movement: equality saturation over layouts, TMA
+legality that agrees with the CUDA driver, bank conflicts that agree with Nsight Compute,
+verified asynchronous protocols, islpy-proven lowering plans.
+
+Every error is `{"error": {"code", "message", "fix", "field"}}`. When the server has a token,
+every `/v1` route needs `Authorization: Bearer <token>`."""
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A configured application; its workers start with the lifespan (i.e. under uvicorn or
+    `with TestClient(app)`)."""
+    settings = settings or get_settings()
+    metrics = Metrics()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        cache = PlanCache(settings.cache_path, PLANNER_VERSION, settings.cache_max_entries,
+                          settings.egraphs_kept)
+        pool = WorkerPool(settings.workers, settings.queue_size, settings.target,
+                          on_restart=lambda reason: metrics.restarts.labels(reason).inc())
+        pool.start()
+        metrics.bind_pool(pool)
+        app.state.service = ServiceState(settings, pool, cache, metrics)
+        log.info("legalsat %s ready: %d workers, cache %s (%d plans)", legalsat.__version__,
+                 settings.workers, settings.cache_path or "in memory", len(cache))
+        try:
+            yield
+        finally:
+            pool.close(settings.shutdown_grace_s)
+            cache.close()
+
+    app = FastAPI(title="legalsat", version=legalsat.__version__, description=DESCRIPTION,
+                  lifespan=lifespan)
+    app.state.settings = settings
+    app.state.metrics = metrics
+    install_error_handlers(app)
+    auth = [Depends(require_token)]
+    for r in (optimize.router, analyze.router, verify.router, egraphs.router):
+        app.include_router(r, dependencies=auth)
+    app.include_router(health.router)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    openapi.install(app)
+    return app
+
+
+def serve(settings: Settings) -> None:
+    """Run the service with uvicorn until SIGINT/SIGTERM (in-flight requests finish first)."""
+    import uvicorn
+
+    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                log_level=settings.log_level, timeout_graceful_shutdown=settings.shutdown_grace_s,
+                access_log=False)

@@ -1,0 +1,94 @@
+"""The service's error shape (DESIGN.md): every failure is
+`{"error": {"code", "message", "fix", "field"}}` with a status that says whose it is:
+401 token, 404 unknown e-graph, 413 body over the limit, 422 invalid input (naming the field),
+429 queue full, 503 worker lost / shutting down, 504 past the deadline. A 500 is a bug."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from legalsat.errors import InputError
+from legalsat.schemas.validation import field_path
+
+log = logging.getLogger("legalsat.server")
+
+
+class ApiError(Exception):
+    """An error response: status, stable code, message, fix, field, extra headers."""
+
+    def __init__(self, status: int, code: str, message: str, fix: str, field: str | None = None,
+                 headers: dict[str, str] | None = None):
+        super().__init__(message)
+        self.status, self.code, self.message, self.fix, self.field = status, code, message, fix, field
+        self.headers = headers
+
+    def body(self) -> dict:
+        return {"error": {"code": self.code, "message": self.message, "fix": self.fix, "field": self.field}}
+
+
+def error_json(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def too_large(limit: int) -> ApiError:
+    return ApiError(413, "too_large", f"the request body is over {limit} bytes",
+                    "send a smaller body (split a batch), or raise LEGALSAT_MAX_BODY_BYTES on the server")
+
+
+def queue_full() -> ApiError:
+    return ApiError(429, "queue_full", "every planning worker is busy and the queue is full",
+                    "retry after a short wait, or raise LEGALSAT_QUEUE_SIZE / LEGALSAT_WORKERS",
+                    headers={"Retry-After": "1"})
+
+
+def deadline(ms: int, waited: bool) -> ApiError:
+    where = "waiting for a worker" if waited else "planning"
+    return ApiError(504, "deadline_exceeded", f"no answer within the deadline of {ms} ms (spent {where})",
+                    "raise options.timeout_ms (capped by LEGALSAT_DEADLINE_MS), lower options.node_limit, "
+                    "or retry when the service is less busy")
+
+
+def worker_lost() -> ApiError:
+    return ApiError(503, "worker_lost", "the planning worker handling this request stopped (it was killed "
+                    "or ran out of memory); a replacement has been started",
+                    "retry the request", headers={"Retry-After": "1"})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Map every exception a route can raise to the error shape."""
+
+    @app.exception_handler(ApiError)
+    async def _api(_: Request, e: ApiError):
+        return error_json(e.status, e.body(), e.headers)
+
+    @app.exception_handler(InputError)
+    async def _input(_: Request, e: InputError):
+        return error_json(422, e.to_dict())
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, e: RequestValidationError):
+        errs = e.errors()
+        first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
+        return error_json(422, {"error": {
+            "code": "invalid_input", "message": f"{field_path(tuple(first['loc']))}: {first['msg']}",
+            "fix": "see the route's schema at /docs", "field": field_path(tuple(first["loc"]))}})
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, e: StarletteHTTPException):
+        code = {404: "not_found", 405: "method_not_allowed"}.get(e.status_code, "http_error")
+        fix = {404: "see /docs for the routes", 405: "see /docs for the methods of this route"}.get(
+            e.status_code, "see /docs")
+        return error_json(e.status_code, {"error": {"code": code, "message": str(e.detail), "fix": fix,
+                                                    "field": None}}, getattr(e, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _bug(_: Request, e: Exception):
+        log.exception("unhandled error")
+        return error_json(500, {"error": {"code": "internal", "message": f"{type(e).__name__}: {e}",
+                                          "fix": "report this request to the legalsat maintainers",
+                                          "field": None}})

@@ -1,0 +1,53 @@
+"""Request bodies in the OpenAPI document.
+
+The routes read their bodies themselves (so that a bad body gets legalsat's own error, which
+names the field and the fix, and so that the size limit holds while reading), hence FastAPI
+does not see the body models. `json_body` declares them for the document; `install` puts the
+models' JSON Schemas under components/schemas with OpenAPI-style references.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel
+
+_REF = "#/components/schemas/{model}"
+_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def _ref(model: type[BaseModel]) -> dict:
+    _MODELS[model.__name__] = model
+    return {"$ref": _REF.format(model=model.__name__)}
+
+
+def json_body(*models: type[BaseModel], array_max: int | None = None, description: str = "") -> dict:
+    """`openapi_extra` of a route whose JSON body is one of `models` (or, with `array_max`, a
+    JSON array of at most that many of them)."""
+    schema: dict[str, Any] = _ref(models[0]) if len(models) == 1 else {"oneOf": [_ref(m) for m in models]}
+    if array_max is not None:
+        schema = {"type": "array", "items": schema, "minItems": 1, "maxItems": array_max}
+    return {"requestBody": {"required": True, "description": description,
+                            "content": {"application/json": {"schema": schema}}}}
+
+
+def install(app: FastAPI) -> None:
+    """Make `app.openapi()` include the body models declared with `json_body`."""
+
+    def openapi() -> dict:
+        if app.openapi_schema:
+            return app.openapi_schema
+        doc = get_openapi(title=app.title, version=app.version, description=app.description,
+                          routes=app.routes)
+        components = doc.setdefault("components", {}).setdefault("schemas", {})
+        for name, model in _MODELS.items():
+            schema = model.model_json_schema(ref_template=_REF)
+            for sub, sub_schema in schema.pop("$defs", {}).items():
+                components.setdefault(sub, sub_schema)
+            components[name] = schema
+        app.openapi_schema = doc
+        return doc
+
+    app.openapi = openapi  # type: ignore[method-assign]

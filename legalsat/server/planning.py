@@ -1,0 +1,90 @@
+"""Planning requests through the cache and the worker pool (what the optimize routes do).
+
+Flow of one request: cache lookup by canonical JSON (a hit is answered in the event loop, no
+validation, no worker) -> validation in the event loop (422 without occupying a worker) ->
+a worker job with a hard deadline -> the answer is stored (plans) or its e-graph kept
+(keep_egraph requests, which are never served from the cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+
+from legalsat.errors import InputError
+from legalsat.pipeline import PLANNER_VERSION
+from legalsat.schemas.optimize import parse_request
+from legalsat.server.cache import request_key, splice_request_id, strip_request_id
+from legalsat.server.deps import ServiceState
+from legalsat.server.errors import ApiError, deadline, queue_full, worker_lost
+from legalsat.server.pool import DeadlineExceeded, PoolClosed, QueueFull, WorkerLost
+
+
+def _shutting_down() -> ApiError:
+    return ApiError(503, "shutting_down", "the service is shutting down", "retry against another "
+                    "instance, or after the restart", headers={"Retry-After": "1"})
+
+
+async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: int) -> tuple[int, bytes, dict]:
+    """A worker job under a hard deadline; pool outcomes become ApiErrors."""
+    try:
+        fut = state.pool.submit(kind, payload, time.monotonic() + deadline_ms / 1000)
+    except QueueFull:
+        raise queue_full() from None
+    except PoolClosed:
+        raise _shutting_down() from None
+    waiter = asyncio.wrap_future(fut)
+    try:
+        try:
+            # a job still queued at its deadline is answered then, not when a worker frees up
+            return await asyncio.wait_for(asyncio.shield(waiter), timeout=deadline_ms / 1000)
+        except TimeoutError:
+            if fut.cancel():
+                raise deadline(deadline_ms, waited=True) from None
+            return await waiter  # running: its slot resolves it at the deadline (kill) or before
+    except DeadlineExceeded as e:
+        raise deadline(deadline_ms, e.waited) from None
+    except WorkerLost:
+        raise worker_lost() from None
+    except asyncio.CancelledError:
+        fut.cancel()  # the client went away: a queued job is dropped before it runs
+        raise
+
+
+def answer_error(status: int, body: bytes) -> ApiError:
+    err = json.loads(body)["error"]
+    return ApiError(status, err["code"], err["message"], err["fix"], err.get("field"))
+
+
+async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
+    """One optimize request -> (response body, "hit" | "miss" | "kept"). Raises ApiError or
+    InputError for everything that is not a plan response."""
+    if not isinstance(obj, dict):
+        raise InputError.single("invalid_input", "a request must be a JSON object",
+                                'send {"target": ..., "op": {...}, "options": {...}}', "")
+    rid = obj.get("request_id") if isinstance(obj.get("request_id"), str) else None
+    opts = obj.get("options")
+    keep = isinstance(opts, dict) and opts.get("keep_egraph") is True
+    key = request_key(PLANNER_VERSION, "optimize", obj)
+    if not keep:
+        hit = state.cache.get(key)
+        if hit is not None:
+            state.metrics.cache.labels("hit").inc()
+            return splice_request_id(hit, rid or uuid.uuid4().hex[:16]), "hit"
+        state.metrics.cache.labels("miss").inc()
+    req = parse_request(obj)  # InputError -> 422, before any worker is involved
+    budget = min(req.options.timeout_ms, state.settings.deadline_ms)
+    status, body, meta = await run_job(state, "optimize", obj, budget)
+    if status != 200:
+        raise answer_error(status, body)
+    state.metrics.saturation(meta)
+    if keep:
+        out = json.loads(body)
+        egraph_id = uuid.uuid4().hex
+        out["egraph"]["id"] = egraph_id
+        state.cache.put_egraph(egraph_id, out, meta.get("snapshot") or '{"nodes":{}}')
+        return json.dumps(out, separators=(",", ":")).encode(), "kept"
+    state.cache.put(key, strip_request_id(body))
+    return body, "miss"

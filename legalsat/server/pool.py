@@ -1,0 +1,240 @@
+"""A pool of planning worker processes with hard per-job deadlines.
+
+Why not concurrent.futures: saturation is CPU-bound and cannot be interrupted from inside
+(a signal does not stop a running egglog iteration), so a job past its deadline must be
+stopped by killing its process; ProcessPoolExecutor cannot kill one worker without breaking
+the whole pool. Here each worker has a slot thread that feeds it one job at a time, waits
+for the answer until the job's deadline, and on overrun SIGKILLs the worker and starts a
+replacement. The service keeps serving meanwhile on the other slots.
+
+Invariants:
+- every submitted job's future is resolved exactly once: with an Answer, DeadlineExceeded
+  (the deadline passed, queued or running) or WorkerLost (the worker died mid-job);
+- the waiting queue is bounded (`queue_size`); a full queue raises QueueFull at submit;
+- workers start from a forkserver that has already imported most of the planner (not egglog:
+  see PRELOAD), and warm their target's rulesets before they take jobs, so a replacement
+  costs well under a second.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+log = logging.getLogger("legalsat.pool")
+
+PRELOAD = ["legalsat.extract.plans", "legalsat.schemas.optimize", "legalsat.schemas.pipeline",
+           "legalsat.extract.protocol_verify"]
+
+
+class QueueFull(Exception):
+    """The waiting queue holds `queue_size` jobs already."""
+
+
+class DeadlineExceeded(Exception):
+    """The job's deadline passed before its answer came (it waited, or it ran too long)."""
+
+    def __init__(self, waited: bool):
+        self.waited = waited
+        super().__init__("deadline passed while queued" if waited else "deadline passed while planning")
+
+
+class WorkerLost(Exception):
+    """The worker process died while it held the job (killed from outside, out of memory)."""
+
+
+class PoolClosed(Exception):
+    """The pool is shutting down and takes no new jobs."""
+
+
+@dataclass
+class _Job:
+    kind: str
+    payload: dict
+    deadline: float  # time.monotonic()
+    future: Future = field(default_factory=Future)
+
+
+_STOP = object()
+
+
+class _Slot:
+    """One worker process and the thread that feeds it."""
+
+    def __init__(self, pool: WorkerPool, index: int):
+        self.pool = pool
+        self.index = index
+        self.proc: mp.process.BaseProcess | None = None
+        self.conn = None
+        self.busy_since: float | None = None
+        self.thread = threading.Thread(target=self._loop, name=f"legalsat-slot-{index}", daemon=True)
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def spawn(self) -> None:
+        parent, child = self.pool.ctx.Pipe()
+        from legalsat.server.worker import worker_main  # imported in the worker, not here
+
+        proc = self.pool.ctx.Process(target=worker_main, args=(child, self.pool.target),
+                                     name=f"legalsat-worker-{self.index}", daemon=True)
+        proc.start()
+        child.close()
+        # the worker says "ready" once its rulesets are compiled; a worker that dies while
+        # warming up is retried by the caller's next spawn
+        if not parent.poll(self.pool.start_timeout_s):
+            proc.kill()
+            proc.join()
+            raise RuntimeError(f"worker {self.index} did not start within {self.pool.start_timeout_s} s")
+        try:
+            parent.recv()
+        except EOFError:
+            proc.join()
+            raise RuntimeError(f"worker {self.index} exited during start-up (exit code {proc.exitcode})") from None
+        self.proc, self.conn = proc, parent
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.join()
+            self.conn.close()
+        self.proc = self.conn = None
+
+    def _respawn(self, reason: str) -> None:
+        self.kill()
+        self.pool.restarts += 1
+        if self.pool.on_restart is not None:
+            self.pool.on_restart(reason)
+        while not self.pool.closing:
+            try:
+                self.spawn()
+                return
+            except Exception as e:  # noqa: BLE001 - keep trying: the slot must come back
+                log.error("restarting worker %d failed: %s", self.index, e)
+                time.sleep(1.0)
+
+    def _loop(self) -> None:
+        while True:
+            try:
+                job = self.pool.jobs.get(timeout=1.0)
+            except queue.Empty:
+                if self.proc is not None and not self.proc.is_alive() and not self.pool.closing:
+                    self._respawn("died_idle")
+                continue
+            if job is _STOP:
+                break
+            self._run(job)
+        if self.conn is not None:
+            try:
+                self.conn.send(None)
+                self.proc.join(timeout=5)
+            except OSError:
+                pass
+            self.kill()
+
+    def _run(self, job: _Job) -> None:
+        if not job.future.set_running_or_notify_cancel():
+            return  # the caller gave up (client went away) before a worker was free
+        if self.proc is None or not self.proc.is_alive():
+            self._respawn("died_idle")
+            if self.proc is None:  # shutting down: no replacement came
+                job.future.set_exception(WorkerLost("the pool is shutting down"))
+                return
+        remaining = job.deadline - time.monotonic()
+        if remaining <= 0:
+            job.future.set_exception(DeadlineExceeded(waited=True))
+            return
+        self.busy_since = time.monotonic()
+        try:
+            self.conn.send((job.kind, job.payload))
+            if self.conn.poll(remaining):
+                answer = self.conn.recv()
+                job.future.set_result(answer)
+                return
+            # overran: the only way to stop an egglog iteration is to stop its process (killed
+            # before the answer goes out, so that no caller sees a doomed worker as alive)
+            self.kill()
+            job.future.set_exception(DeadlineExceeded(waited=False))
+            self._respawn("deadline")
+        except (EOFError, OSError, BrokenPipeError):
+            self.kill()
+            job.future.set_exception(WorkerLost(f"worker {self.index} died while planning"))
+            self._respawn("died_busy")
+        finally:
+            self.busy_since = None
+
+
+class WorkerPool:
+    """`size` planning processes behind a bounded queue (see the module docstring)."""
+
+    def __init__(self, size: int, queue_size: int, target: str = "sm90",
+                 on_restart: Callable[[str], None] | None = None, start_timeout_s: float = 120.0):
+        self.size = size
+        self.target = target
+        self.on_restart = on_restart
+        self.start_timeout_s = start_timeout_s
+        self.jobs: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.restarts = 0
+        self.closing = False
+        self.ctx = mp.get_context("forkserver")
+        # the forkserver imports the planner once; every worker forks from it. egglog stays
+        # out: forking after its import leaves its thread pool dead in the child (hangs).
+        self.ctx.set_forkserver_preload(PRELOAD)
+        self.slots = [_Slot(self, i) for i in range(size)]
+
+    def start(self) -> None:
+        """Start every worker (in parallel) and its slot thread; returns when all are ready."""
+        starters = [threading.Thread(target=s.spawn) for s in self.slots]
+        for t in starters:
+            t.start()
+        for t in starters:
+            t.join()
+        for s in self.slots:
+            if s.proc is None:
+                s.spawn()  # surfaces the start-up error
+            s.thread.start()
+
+    def submit(self, kind: str, payload: dict, deadline: float) -> Future:
+        """Queue a job; its future resolves to an Answer or raises one of this module's
+        exceptions. Raises QueueFull or PoolClosed at once."""
+        if self.closing:
+            raise PoolClosed()
+        job = _Job(kind, payload, deadline)
+        try:
+            self.jobs.put_nowait(job)
+        except queue.Full:
+            raise QueueFull() from None
+        return job.future
+
+    @property
+    def queued(self) -> int:
+        return self.jobs.qsize()
+
+    @property
+    def alive(self) -> int:
+        return sum(1 for s in self.slots if s.proc is not None and s.proc.is_alive())
+
+    def worker_pids(self) -> list[int]:
+        return [s.pid for s in self.slots if s.pid is not None]
+
+    def close(self, timeout_s: float = 30.0) -> None:
+        """Finish queued and running jobs (each still bounded by its deadline), then stop the
+        workers. Idempotent."""
+        if self.closing:
+            return
+        self.closing = True
+        for _ in self.slots:
+            self.jobs.put(_STOP)
+        end = time.monotonic() + timeout_s
+        for s in self.slots:
+            if s.thread.is_alive():
+                s.thread.join(timeout=max(0.0, end - time.monotonic()))
+        for s in self.slots:
+            s.kill()

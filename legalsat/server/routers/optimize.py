@@ -1,0 +1,73 @@
+"""POST /v1/optimize and /v1/optimize/batch: lowering plans (see legalsat.pipeline)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from legalsat.errors import InputError
+from legalsat.pipeline import error_response
+from legalsat.schemas.optimize import OptimizeRequest
+from legalsat.schemas.plan import OptimizeResponse
+from legalsat.schemas.service import BatchResponse, ErrorBody
+from legalsat.server.deps import ServiceState, parse_json, read_body, service
+from legalsat.server.errors import ApiError, queue_full
+from legalsat.server.openapi import json_body
+from legalsat.server.planning import plan_one
+
+router = APIRouter(prefix="/v1/optimize", tags=["optimize"])
+
+ERRORS = {s: {"model": ErrorBody, "description": d} for s, d in (
+    (401, "bearer token missing or wrong"), (413, "body over LEGALSAT_MAX_BODY_BYTES"),
+    (422, "invalid request: error.field names the field, error.fix says how to fix it"),
+    (429, "queue full: retry later"), (503, "worker lost or shutting down: retry"),
+    (504, "no answer within the request's deadline"))}
+
+
+@router.post("", response_model=None, openapi_extra=json_body(OptimizeRequest),
+             responses={200: {"model": OptimizeResponse, "description": "plans, best first, or status "
+                              "infeasible with the rejected strategies' reasons"}, **ERRORS},
+             summary="Plan one data movement")
+async def optimize(request: Request, state: ServiceState = Depends(service)) -> Response:
+    """Plans, best first, for a copy, gather or tile load. Identical requests are answered from
+    the plan cache (header `X-Legalsat-Cache: hit`); `options.keep_egraph` keeps the e-graph for
+    `GET /v1/egraphs/{id}` instead of returning it inline."""
+    obj = parse_json(await read_body(request), "an optimize request")
+    body, cache = await plan_one(state, obj)
+    return Response(body, media_type="application/json", headers={"X-Legalsat-Cache": cache})
+
+
+async def _item(state: ServiceState, obj: object) -> bytes:
+    rid = obj.get("request_id") if isinstance(obj, dict) and isinstance(obj.get("request_id"), str) else None
+    try:
+        return (await plan_one(state, obj))[0]
+    except InputError as e:
+        body = error_response(e, rid)
+    except ApiError as e:
+        body = {"request_id": rid, "status": "error", **e.body()}
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+@router.post("/batch", response_model=None,
+             openapi_extra=json_body(OptimizeRequest, array_max=100_000,
+                                     description="a JSON array of optimize requests"),
+             responses={200: {"model": BatchResponse, "description": "one entry per request, in order: "
+                              "a response, or an error object for that item"}, **ERRORS},
+             summary="Plan many data movements")
+async def optimize_batch(request: Request, state: ServiceState = Depends(service)) -> Response:
+    """A list of requests in, a list of responses or per-item errors out, in the same order.
+    Items are planned in parallel on the worker pool, each under its own deadline."""
+    items = parse_json(await read_body(request), "a JSON array of optimize requests")
+    limit = state.settings.max_batch_items
+    if not isinstance(items, list) or not items:
+        raise ApiError(422, "invalid_input", "a batch is a non-empty JSON array of optimize requests",
+                       "send [{...}, {...}]; for one request use POST /v1/optimize", "")
+    if len(items) > limit:
+        raise ApiError(422, "invalid_input", f"the batch has {len(items)} requests; at most {limit}",
+                       f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)", "")
+    if len(items) > state.pool.jobs.maxsize - state.pool.queued + state.pool.size:
+        raise queue_full()
+    parts = await asyncio.gather(*(_item(state, obj) for obj in items))
+    return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")

@@ -1,0 +1,29 @@
+"""POST /v1/verify/pipeline: asynchronous copy protocols, checked on the worker pool (the
+state-space exploration is CPU-bound and bounded by the request deadline)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request, Response
+
+from legalsat.schemas.pipeline import PipelineVerdictOut, ProtocolIn, parse_protocol
+from legalsat.server.deps import ServiceState, parse_json, read_body, service
+from legalsat.server.openapi import json_body
+from legalsat.server.planning import answer_error, run_job
+from legalsat.server.routers.optimize import ERRORS
+
+router = APIRouter(tags=["analyses"])
+
+
+@router.post("/v1/verify/pipeline", response_model=None, openapi_extra=json_body(ProtocolIn),
+             responses={200: {"model": PipelineVerdictOut, "description": "ok, or the violations "
+                              "with the role, operation and iteration where each happens"}, **ERRORS},
+             summary="Check an asynchronous copy protocol")
+async def verify_pipeline(request: Request, state: ServiceState = Depends(service)) -> Response:
+    """Deadlocks, expect-tx mismatches, phase reuse, buffer hazards, missing proxy fences and
+    store reuse in an mbarrier/TMA protocol, for every trip count that matters."""
+    obj = parse_json(await read_body(request), "a protocol")
+    parse_protocol(obj)  # InputError -> 422 here, without occupying a worker
+    status, body, _ = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms)
+    if status != 200:
+        raise answer_error(status, body)
+    return Response(body, media_type="application/json")

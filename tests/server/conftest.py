@@ -1,0 +1,51 @@
+"""Live `legalsat serve` processes on loopback ports (real uvicorn, real worker processes)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import httpx
+import pytest
+
+from legalsat.server.testing import LiveServer
+
+SMALL = {"op": {"kind": "copy",
+                "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
+                "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
+# seconds of planning: a rank-7 copy with a node limit far above the default
+SLOW = {"op": {"kind": "copy",
+               "src": {"dtype": "float32", "shape": [2, 2, 3, 4, 5, 8, 64],
+                       "strides": [61440, 30720, 10240, 2560, 512, 64, 1]},
+               "dst": {"dtype": "float32", "shape": [2, 2, 3, 4, 5, 8, 64],
+                       "strides": [61440, 30720, 10240, 2560, 512, 64, 1]}},
+        "options": {"node_limit": 400_000, "timeout_ms": 60_000}}
+
+
+def required(tool: str) -> bool:
+    """CI sets LEGALSAT_CI_REQUIRE (comma-separated tools) so that a missing tool fails there
+    instead of skipping."""
+    return tool in os.environ.get("LEGALSAT_CI_REQUIRE", "").split(",")
+
+
+def need(tool: str, path: str | None = None) -> str:
+    exe = path if path and os.path.exists(path) else shutil.which(tool)
+    if exe is None:
+        if required(tool):
+            pytest.fail(f"{tool} is required here (LEGALSAT_CI_REQUIRE) but not installed")
+        pytest.skip(f"{tool} is not installed")
+    return exe
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    d = tmp_path_factory.mktemp("srv")
+    with LiveServer(workers=2, cache_path=str(d / "plans.sqlite3"), log_path=str(d / "server.log"),
+                    log_level="warning") as srv:
+        yield srv
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    with httpx.Client(base_url=server.url, timeout=120) as c:
+        yield c

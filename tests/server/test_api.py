@@ -1,0 +1,147 @@
+"""Every route through a real uvicorn server: answers, error statuses and shapes, metrics."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from legalsat.schemas.plan import validate_response
+from legalsat.schemas.service import ErrorBody, Readiness
+
+from .conftest import SMALL
+
+ROOT = Path(__file__).resolve().parents[2]
+DESC = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [4096, 1024],
+        "global_strides": [8192], "box_dim": [64, 64], "swizzle": "128B"}
+
+
+def error(r, status: int, code: str, field: str | None = ...) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    body = ErrorBody.model_validate(r.json()).error
+    assert body.code == code and body.message and body.fix
+    if field is not ...:
+        assert body.field == field
+    return r.json()["error"]
+
+
+def test_optimize_plans_then_answers_from_the_cache(client):
+    req = {**SMALL, "options": {"max_plans": 2}, "request_id": "first"}
+    r = client.post("/v1/optimize", json=req)
+    assert r.status_code == 200 and r.headers["x-legalsat-cache"] == "miss"
+    out = r.json()
+    validate_response(out)
+    assert out["request_id"] == "first" and out["status"] == "ok" and out["plans"]
+    r2 = client.post("/v1/optimize", content=json.dumps({**req, "request_id": "second"}, indent=3))
+    assert r2.headers["x-legalsat-cache"] == "hit"
+    again = r2.json()
+    validate_response(again)
+    assert again["request_id"] == "second"
+    assert again["plans"] == out["plans"] and again["rejected"] == out["rejected"]
+
+
+def test_optimize_term_form_and_invalid_inputs_name_the_field(client):
+    r = client.post("/v1/optimize", json={"term": "(copy (view bfloat16 (64 96) (96 1) 16) "
+                                                  "(view bfloat16 (64 96) (1 64) 16))"})
+    assert r.status_code == 200 and r.json()["status"] == "ok"
+    bad = json.loads(json.dumps(SMALL))
+    bad["op"]["src"]["dtype"] = "bfloat61"
+    e = error(client.post("/v1/optimize", json=bad), 422, "invalid_input", "op.src.dtype")
+    assert "bfloat16" in e["message"]
+    error(client.post("/v1/optimize", content=b"{not json"), 422, "invalid_json")
+    error(client.post("/v1/optimize", json=[1, 2]), 422, "invalid_input")
+    e = error(client.post("/v1/optimize", json={**SMALL, "options": {"max_plan": 2}}), 422, "invalid_input")
+    assert "max_plans" in e["message"]  # did-you-mean
+
+
+def test_body_over_the_limit_is_413(client):
+    r = client.post("/v1/optimize", content=b" " * ((1 << 20) + 1))
+    error(r, 413, "too_large")
+    # a chunked body without a length is counted as it arrives
+    r = client.post("/v1/descriptors/validate", content=iter([b" " * 65536] * 20))
+    error(r, 413, "too_large")
+
+
+def test_batch_answers_in_order_with_per_item_errors(client):
+    items = [SMALL, {"op": {"kind": "copy"}}, {**SMALL, "request_id": "third"}, "nope"]
+    r = client.post("/v1/optimize/batch", json=items)
+    assert r.status_code == 200
+    out = r.json()
+    assert [x["status"] for x in out] == ["ok", "error", "ok", "error"]
+    validate_response(out[0])
+    assert out[1]["error"]["field"].startswith("op") and out[2]["request_id"] == "third"
+    error(client.post("/v1/optimize/batch", json=[]), 422, "invalid_input")
+    error(client.post("/v1/optimize/batch", json={"requests": []}), 422, "invalid_input")
+
+
+def test_validate_descriptor(client):
+    r = client.post("/v1/descriptors/validate", json=DESC)
+    assert r.status_code == 200 and r.json()["legal"] is True
+    r = client.post("/v1/descriptors/validate", json={**DESC, "box_dim": [64, 512]})
+    v = r.json()
+    assert r.status_code == 200 and v["legal"] is False
+    assert any(x["field"] == "box_dim" and x["index"] == 1 for x in v["violations"])
+    error(client.post("/v1/descriptors/validate", json={**DESC, "swizzle": "129B"}), 422, "invalid_input", "swizzle")
+    error(client.post("/v1/descriptors/validate", params={"target": "gfx942"}, json=DESC), 422, "no_tma", "target")
+    error(client.post("/v1/descriptors/validate", params={"target": "sm91"}, json=DESC), 422, "unknown_target")
+
+
+def test_bank_conflicts(client):
+    r = client.post("/v1/analyze/bank-conflicts",
+                    json={"access_bytes": 4, "op": "load", "addresses": [128 * i for i in range(32)]})
+    assert r.status_code == 200 and r.json()["conflict_ways"] == 32.0
+    r = client.post("/v1/analyze/bank-conflicts", json={"op": "load", "pattern": "cols", "vector": 8, "tile": {
+        "dtype": "bfloat16", "shape": [64, 64], "swizzle": "128B"}})
+    assert r.status_code == 200 and r.json()["accesses"]
+    error(client.post("/v1/analyze/bank-conflicts", json={"access_bytes": 4, "op": "load",
+                                                          "addresses": [2] * 32}), 422, "invalid_input")
+
+
+def test_verify_pipeline(client):
+    lines = (ROOT / "examples" / "pipelines.jsonl").read_text().splitlines()
+    verdicts = [client.post("/v1/verify/pipeline", content=line) for line in lines if line.strip()]
+    assert all(r.status_code == 200 for r in verdicts)
+    assert {r.json()["ok"] for r in verdicts} == {True, False}  # the examples include broken protocols
+    error(client.post("/v1/verify/pipeline", json={"roles": []}), 422, "invalid_input")
+
+
+def test_kept_egraph_as_json_and_html(client):
+    r = client.post("/v1/optimize", json={**SMALL, "options": {"keep_egraph": True}})
+    assert r.status_code == 200 and r.headers["x-legalsat-cache"] == "kept"
+    out = r.json()
+    validate_response(out)
+    eid = out["egraph"]["id"]
+    assert "snapshot" not in out["egraph"] and eid  # kept on the server, not inlined
+    doc = client.get(f"/v1/egraphs/{eid}").json()
+    assert doc["eclass_count"] > 0 and doc["extracted"][0]["located"]
+    assert doc["extracted"][0]["strategy"] == out["plans"][0]["strategy"]
+    root = [c for c in doc["eclasses"] if c["root"]]
+    assert root and "strategies" in root[0]["analyses"] and "tma_legal" in root[0]["analyses"]
+    page = client.get(f"/v1/egraphs/{eid}/view")
+    assert page.status_code == 200 and "<svg" in page.text and "extracted" in page.text
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    error(client.get("/v1/egraphs/" + "0" * 32), 404, "not_found", "egraph_id")
+    error(client.get("/v1/egraphs/" + "0" * 32 + "/view"), 404, "not_found")
+
+
+def test_health_ready_metrics_openapi(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = Readiness.model_validate(client.get("/readyz").json())
+    assert ready.status == "ready" and ready.workers_alive == ready.workers == 2
+    client.post("/v1/optimize", json=SMALL)
+    text = client.get("/metrics").text
+    assert 'legalsat_http_requests_total{method="POST",route="/v1/optimize",status="200"}' in text
+    assert 'legalsat_plan_cache_lookups_total{result="hit"}' in text
+    assert "legalsat_egraph_enodes_bucket" in text and "legalsat_workers_alive 2.0" in text
+    assert "legalsat_http_request_duration_seconds_bucket" in text
+    doc = client.get("/openapi.json").json()
+    for path in ("/v1/optimize", "/v1/optimize/batch", "/v1/descriptors/validate", "/v1/analyze/bank-conflicts",
+                 "/v1/verify/pipeline", "/v1/egraphs/{egraph_id}", "/v1/egraphs/{egraph_id}/view",
+                 "/healthz", "/readyz", "/metrics"):
+        assert path in doc["paths"], path
+    body = doc["paths"]["/v1/optimize"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/OptimizeRequest"}
+    assert "OptimizeRequest" in doc["components"]["schemas"]
+    assert client.get("/docs").status_code == 200
+    error(client.get("/v2/optimize"), 404, "not_found")
+    error(client.get("/v1/optimize"), 405, "method_not_allowed")

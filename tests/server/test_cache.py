@@ -1,0 +1,66 @@
+"""The plan cache: canonical keys, version isolation, bounds, recovery from a damaged file."""
+
+from __future__ import annotations
+
+import json
+import random
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from legalsat.server.cache import PlanCache, request_key, splice_request_id, strip_request_id
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                           lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
+                                                                                      max_size=4),
+                           max_leaves=20)
+
+
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=6), st.integers(0, 1000), st.text(max_size=10))
+def test_key_ignores_member_order_and_request_id(obj, seed, rid):
+    items = list(obj.items())
+    random.Random(seed).shuffle(items)
+    shuffled = dict(items)
+    assert request_key("v1", "optimize", obj) == request_key("v1", "optimize", {**shuffled, "request_id": rid})
+    assert request_key("v1", "optimize", obj) != request_key("v2", "optimize", obj)
+
+
+@given(st.dictionaries(st.text(max_size=6).filter(lambda k: k != "request_id"), json_values, max_size=5),
+       st.text(max_size=20))
+def test_strip_then_splice_restores_the_response(body, rid):
+    full = json.dumps({"request_id": "orig", **body}).encode()
+    assert json.loads(splice_request_id(strip_request_id(full), rid)) == {"request_id": rid, **body}
+
+
+def test_bounded_least_recently_used_first(tmp_path):
+    c = PlanCache(str(tmp_path / "c.sqlite3"), "v1", max_entries=10)
+    for i in range(10):
+        c.put(f"k{i}", b"{}")
+    c.get("k0")  # recently used: survives the eviction
+    for i in range(10, 15):
+        c.put(f"k{i}", b"{}")
+    assert len(c) <= 10
+    assert c.get("k0") is not None and c.get("k1") is None and c.get("k14") is not None
+
+
+def test_kept_egraphs_are_bounded(tmp_path):
+    c = PlanCache(str(tmp_path / "c.sqlite3"), "v1", egraphs_kept=3)
+    for i in range(5):
+        c.put_egraph(f"{i:032x}", {"i": i}, '{"nodes":{}}')
+    assert c.get_egraph(f"{0:032x}") is None and c.get_egraph(f"{4:032x}")[0] == {"i": 4}
+
+
+def test_damaged_file_is_moved_aside_and_the_cache_starts_empty(tmp_path):
+    path = tmp_path / "c.sqlite3"
+    path.write_bytes(b"this is not a database" * 100)
+    c = PlanCache(str(path), "v1")
+    assert len(c) == 0 and c.integrity() == "ok"
+    c.put("k", b"{}")
+    assert c.get("k") == b"{}"
+    assert list(tmp_path.glob("c.sqlite3.corrupt-*"))
+
+
+def test_in_memory_cache():
+    c = PlanCache("", "v1")
+    c.put("k", b'{"a":1}')
+    assert c.get("k") == b'{"a":1}' and len(c) == 1
