@@ -20,7 +20,7 @@ class Metrics:
         self.requests = Counter("legalsat_http_requests", "HTTP requests answered",
                                 ["route", "method", "status"], registry=r)
         self.latency = Histogram("legalsat_http_request_duration_seconds", "time to answer a request",
-                                 ["route", "method"], buckets=_LATENCY_BUCKETS, registry=r)
+                                 ["route", "method", "status"], buckets=_LATENCY_BUCKETS, registry=r)
         self.enodes = Histogram("legalsat_egraph_enodes", "e-nodes of a saturated e-graph",
                                 buckets=_SIZE_BUCKETS, registry=r)
         self.eclasses = Histogram("legalsat_egraph_eclasses", "e-classes of a saturated e-graph",
@@ -73,4 +73,5 @@ class MetricsMiddleware:
             route = scope.get("route")
             path = getattr(route, "path", None) or "unmatched"
             self.metrics.requests.labels(path, scope["method"], str(status[0])).inc()
-            self.metrics.latency.labels(path, scope["method"]).observe(time.perf_counter() - start)
+            self.metrics.latency.labels(path, scope["method"], str(status[0])).observe(
+                time.perf_counter() - start)

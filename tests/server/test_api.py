@@ -133,7 +133,7 @@ def test_health_ready_metrics_openapi(client):
     assert 'legalsat_http_requests_total{method="POST",route="/v1/optimize",status="200"}' in text
     assert 'legalsat_plan_cache_lookups_total{result="hit"}' in text
     assert "legalsat_egraph_enodes_bucket" in text and "legalsat_workers_alive 2.0" in text
-    assert "legalsat_http_request_duration_seconds_bucket" in text
+    assert 'legalsat_http_request_duration_seconds_count{method="POST",route="/v1/optimize",status="200"}' in text
     doc = client.get("/openapi.json").json()
     for path in ("/v1/optimize", "/v1/optimize/batch", "/v1/descriptors/validate", "/v1/analyze/bank-conflicts",
                  "/v1/verify/pipeline", "/v1/egraphs/{egraph_id}", "/v1/egraphs/{egraph_id}/view",
