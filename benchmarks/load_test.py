@@ -45,12 +45,10 @@ CACHED = [
             "tile": [128, 64], "consumer": "wgmma_a"}},
 ]
 
-# rank 7, contiguous, with a node limit far above the default: planning takes seconds
-DEADLINE = {"op": {"kind": "copy",
-                   "src": {"dtype": "float32", "shape": [2, 2, 3, 4, 5, 8, 64],
-                           "strides": [61440, 30720, 10240, 2560, 512, 64, 1]},
-                   "dst": {"dtype": "float32", "shape": [2, 2, 3, 4, 5, 8, 64],
-                           "strides": [61440, 30720, 10240, 2560, 512, 64, 1]}},
+# the planner suite's rank-7 copy with a node limit far above the default: seconds of planning
+_SUITE = Path(__file__).resolve().parent / "planner_suite.jsonl"
+DEADLINE = {"op": next(r["op"] for r in map(json.loads, _SUITE.read_text().splitlines())
+                       if r.get("request_id") == "rank7-contiguous-fp32"),
             "options": {"node_limit": 2_000_000, "timeout_ms": 60}}
 
 

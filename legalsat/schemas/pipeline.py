@@ -305,7 +305,8 @@ def verify_pipeline(protocol: object) -> PipelineVerdictOut:
     return PipelineVerdictOut.model_validate(verify_protocol(proto).to_dict())
 
 
-def verdict_json(line: bytes) -> bytes:
-    """One JSON line in, one verdict line out (raises InputError for bad input)."""
+def verdict_json(line: object) -> bytes:
+    """One protocol (JSON line, dict or ProtocolIn) in, one verdict line out (raises
+    InputError for bad input)."""
     return json.dumps(verify_protocol(parse_protocol(line)).to_dict(),
                       separators=(",", ":")).encode()

@@ -2,13 +2,14 @@
 
 Why SQLite in WAL mode with synchronous=NORMAL: a committed plan survives the service being
 killed (`kill -9`) — WAL never leaves a torn database after a process crash, only an OS crash
-can lose the last commits — and a lookup is a primary-key read of ~10 µs.
+can lose the last commits — and a lookup (primary-key read plus the LRU touch) costs ~60 µs.
 
 Invariants:
 - a key is the SHA-256 of the planner version and the request's canonical JSON (sorted keys,
   no whitespace, `request_id` left out): identical requests share a key, and a new planner
   version never reads an older version's plans (they are also deleted when the file opens);
-- bodies are stored without `request_id`; `splice_request_id` puts the caller's back;
+- bodies are stored without `request_id` (the worker serializes them so); `splice_request_id`
+  puts the caller's in front;
 - at most `max_entries` plans (least recently used are evicted) and `egraphs_kept` e-graphs
   (oldest first) are kept;
 - a file that fails SQLite's quick_check is moved aside (`.corrupt-<time>`) and a new one
@@ -49,13 +50,6 @@ def request_key(version: str, kind: str, obj: dict) -> str:
     """The cache key of a request object (its `request_id` does not count)."""
     body = {k: v for k, v in obj.items() if k != "request_id"}
     return hashlib.sha256(version.encode() + b"\0" + kind.encode() + b"\0" + canonical_json(body)).hexdigest()
-
-
-def strip_request_id(body: bytes) -> bytes:
-    """A response body without its leading `"request_id"` member (pipeline.optimize puts it first)."""
-    obj = json.loads(body)
-    obj.pop("request_id", None)
-    return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def splice_request_id(body: bytes, request_id: str) -> bytes:

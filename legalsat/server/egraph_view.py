@@ -16,38 +16,19 @@ from __future__ import annotations
 
 import html
 import json
-import re
 import shutil
 import subprocess
 from collections import defaultdict, deque
 
+from legalsat.errors import InputError
 from legalsat.rules.language import STRATEGIES
+from legalsat.terms.sexpr import parse_sexp
 
-_TOKEN = re.compile(r"\(|\)|[^\s()]+")
 # relation and function names shown with the words the service's users know
 _LABELS = {"TmaOk": "tma_legal", "Div": "strides_divisible_by", "Has": "strategies",
            "Transp": "transposing", "Small": "small_side_bytes", "Bytes": "bytes",
            "Width": "access_bytes", "SrcRun": "src_run", "DstRun": "dst_run", "Elems": "elements",
            "Rank": "rank", "MaxD": "max_dst_stride", "MaxS": "max_src_stride", "Clustered": "clustered"}
-
-
-def _parse_sexp(text: str):
-    tokens = _TOKEN.findall(text)
-    pos = 0
-
-    def walk():
-        nonlocal pos
-        tok = tokens[pos]
-        pos += 1
-        if tok != "(":
-            return tok
-        out = []
-        while tokens[pos] != ")":
-            out.append(walk())
-        pos += 1
-        return out
-
-    return walk()
 
 
 class _Graph:
@@ -143,7 +124,7 @@ def egraph_model(egraph_id: str, response: dict, snapshot_json: str) -> dict:
 
         def walk(t):
             nonlocal ok
-            if isinstance(t, str):
+            if not isinstance(t, list):
                 cid = f"i64-{t}"
                 return cid if cid in g.literal else None
             kids = [walk(a) for a in t[1:]]
@@ -157,8 +138,8 @@ def egraph_model(egraph_id: str, response: dict, snapshot_json: str) -> dict:
 
         if term_text:
             try:
-                walk(_parse_sexp(term_text))
-            except (IndexError, KeyError):
+                walk(parse_sexp(term_text))
+            except (InputError, KeyError):
                 ok = False
         return {"located": ok, "enodes": found_nodes, "eclasses": list(dict.fromkeys(found_classes))}
 
@@ -194,11 +175,11 @@ def shown_classes(model: dict, limit: int) -> list[str]:
     ids = [c["id"] for c in model["eclasses"]]
     if len(ids) <= limit:
         return ids
-    by_node = {n["id"]: n for n in model["enodes"]}
+    known = set(ids)
     adj: dict[str, set] = defaultdict(set)
     for n in model["enodes"]:
         for k in n["children"]:
-            if k in by_node or any(k == c for c in ids):
+            if k in known:
                 adj[n["eclass"]].add(k)
                 adj[k].add(n["eclass"])
     seeds = [c for p in model["extracted"] for c in p["eclasses"]]

@@ -13,9 +13,24 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from legalsat.errors import InputError
+from legalsat.schemas.service import ErrorBody
 from legalsat.schemas.validation import field_path
 
 log = logging.getLogger("legalsat.server")
+
+
+# The error statuses as the OpenAPI document lists them; routes pick theirs with error_responses.
+_ERROR_DOCS = {s: {"model": ErrorBody, "description": d} for s, d in (
+    (401, "bearer token missing or wrong"), (404, "no such resource"),
+    (413, "body over LEGALSAT_MAX_BODY_BYTES"),
+    (422, "invalid request: error.field names the field, error.fix says how to fix it"),
+    (429, "queue full: retry later"), (503, "worker lost or shutting down: retry"),
+    (504, "no answer within the request's deadline"))}
+
+
+def error_responses(*statuses: int) -> dict:
+    """`responses=` of a route that can answer these error statuses."""
+    return {s: _ERROR_DOCS[s] for s in statuses}
 
 
 class ApiError(Exception):

@@ -16,7 +16,7 @@ import uuid
 from legalsat.errors import InputError
 from legalsat.pipeline import PLANNER_VERSION
 from legalsat.schemas.optimize import parse_request
-from legalsat.server.cache import request_key, splice_request_id, strip_request_id
+from legalsat.server.cache import request_key, splice_request_id
 from legalsat.server.deps import ServiceState
 from legalsat.server.errors import ApiError, deadline, queue_full, worker_lost
 from legalsat.server.pool import DeadlineExceeded, PoolClosed, QueueFull, WorkerLost
@@ -80,11 +80,9 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     if status != 200:
         raise answer_error(status, body)
     state.metrics.saturation(meta)
+    full = splice_request_id(body, meta["request_id"])
     if keep:
-        out = json.loads(body)
-        egraph_id = uuid.uuid4().hex
-        out["egraph"]["id"] = egraph_id
-        state.cache.put_egraph(egraph_id, out, meta.get("snapshot") or '{"nodes":{}}')
-        return json.dumps(out, separators=(",", ":")).encode(), "kept"
-    state.cache.put(key, strip_request_id(body))
-    return body, "miss"
+        state.cache.put_egraph(meta["egraph_id"], json.loads(full), meta["snapshot"])
+        return full, "kept"
+    state.cache.put(key, body)  # the worker's body has no request_id: stored as it is
+    return full, "miss"

@@ -12,8 +12,8 @@ Invariants:
   (the deadline passed, queued or running) or WorkerLost (the worker died mid-job);
 - the waiting queue is bounded (`queue_size`); a full queue raises QueueFull at submit;
 - workers start from a forkserver that has already imported most of the planner (not egglog:
-  see PRELOAD), and warm their target's rulesets before they take jobs, so a replacement
-  costs well under a second.
+  see PRELOAD), and warm their target's rulesets before they take jobs; a replacement takes
+  ~1.5 s on two cores, while the other slots keep serving.
 """
 
 from __future__ import annotations
@@ -216,6 +216,11 @@ class WorkerPool:
     @property
     def queued(self) -> int:
         return self.jobs.qsize()
+
+    @property
+    def capacity_left(self) -> int:
+        """Jobs that can be accepted right now (free queue places plus workers)."""
+        return self.jobs.maxsize - self.jobs.qsize() + self.size
 
     @property
     def alive(self) -> int:

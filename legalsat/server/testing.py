@@ -33,10 +33,11 @@ class LiveServer:
             self.env[f"LEGALSAT_{k.upper()}"] = str(v)
         self.log_path = log_path
         self.proc: subprocess.Popen | None = None
+        self._log = None
 
     def start(self, timeout_s: float = 120.0) -> LiveServer:
-        log = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL
-        self.proc = subprocess.Popen(self.command, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        self._log = open(self.log_path, "ab") if self.log_path else None
+        self.proc = subprocess.Popen(self.command, env=self.env, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         end = time.monotonic() + timeout_s
         while time.monotonic() < end:
@@ -92,3 +93,5 @@ class LiveServer:
     def __exit__(self, *exc) -> None:
         self.stop()
         self.kill()
+        if self._log is not None:
+            self._log.close()

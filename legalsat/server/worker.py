@@ -6,18 +6,22 @@ only forwards bytes. Jobs and answers are plain tuples of builtins.
 
     job    = (kind, payload)            kind: "optimize" | "verify_pipeline"
     answer = (status, body_bytes, meta) status: HTTP status of the answer; meta: dict
+
+An optimize body leaves out `request_id` (meta carries it): the service stores that body in
+the plan cache as it is and splices the caller's id in front, with no JSON round trip in the
+event loop.
 """
 
 from __future__ import annotations
 
 import json
 import traceback
+import uuid
 from collections.abc import Callable
 
 from legalsat.errors import InputError
-from legalsat.extract.protocol_verify import verify_protocol
 from legalsat.pipeline import optimize
-from legalsat.schemas.pipeline import parse_protocol
+from legalsat.schemas.pipeline import verdict_json
 
 Answer = tuple[int, bytes, dict]
 
@@ -35,13 +39,16 @@ def _dumps(obj: dict) -> bytes:
 def _optimize(payload: dict) -> Answer:
     out = optimize(payload)
     snapshot = out["egraph"].pop("snapshot", None)
-    meta = {"enodes": out["egraph"]["enodes"], "eclasses": out["egraph"]["eclasses"],
-            "stop_reason": out["egraph"]["stop_reason"], "snapshot": snapshot}
+    if snapshot is not None:  # keep_egraph: the service keeps it under this id
+        out["egraph"]["id"] = uuid.uuid4().hex
+    meta = {"request_id": out.pop("request_id"), "enodes": out["egraph"]["enodes"],
+            "eclasses": out["egraph"]["eclasses"], "stop_reason": out["egraph"]["stop_reason"],
+            "egraph_id": out["egraph"].get("id"), "snapshot": snapshot}
     return 200, _dumps(out), meta
 
 
 def _verify_pipeline(payload: dict) -> Answer:
-    return 200, _dumps(verify_protocol(parse_protocol(payload)).to_dict()), {}
+    return 200, verdict_json(payload), {}
 
 
 JOBS: dict[str, Callable[[dict], Answer]] = {"optimize": _optimize, "verify_pipeline": _verify_pipeline}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+from pathlib import Path
 
 import httpx
 import pytest
@@ -13,13 +15,11 @@ from legalsat.server.testing import LiveServer
 SMALL = {"op": {"kind": "copy",
                 "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
                 "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
-# seconds of planning: a rank-7 copy with a node limit far above the default
-SLOW = {"op": {"kind": "copy",
-               "src": {"dtype": "float32", "shape": [2, 2, 3, 4, 5, 8, 64],
-                       "strides": [61440, 30720, 10240, 2560, 512, 64, 1]},
-               "dst": {"dtype": "float32", "shape": [2, 2, 3, 4, 5, 8, 64],
-                       "strides": [61440, 30720, 10240, 2560, 512, 64, 1]}},
-        "options": {"node_limit": 400_000, "timeout_ms": 60_000}}
+SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "planner_suite.jsonl"
+# seconds of planning: the suite's rank-7 copy with a node limit far above the default
+RANK7_OP = next(r["op"] for r in map(json.loads, SUITE.read_text().splitlines())
+                if r.get("request_id") == "rank7-contiguous-fp32")
+SLOW = {"op": RANK7_OP, "options": {"node_limit": 400_000, "timeout_ms": 60_000}}
 
 
 def required(tool: str) -> bool:

@@ -9,11 +9,11 @@ from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.schemas.bank import BankReportOut, RawAccessIn, TileAccessIn, bank_report, parse_bank_request
 from legalsat.schemas.descriptors import DescriptorIn, VerdictOut, parse_descriptor, resolve_tma_target
 from legalsat.server.deps import ServiceState, parse_json, read_body, service
+from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
-from legalsat.server.routers.optimize import ERRORS
 
 router = APIRouter(tags=["analyses"])
-_ERRORS = {k: v for k, v in ERRORS.items() if k in (401, 413, 422)}
+_ERRORS = error_responses(401, 413, 422)
 
 
 @router.post("/v1/descriptors/validate", response_model=VerdictOut, openapi_extra=json_body(DescriptorIn),

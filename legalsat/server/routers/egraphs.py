@@ -10,12 +10,10 @@ from pydantic import BaseModel
 
 from legalsat.server.deps import ServiceState, service
 from legalsat.server.egraph_view import egraph_model, render_svg, to_dot, view_html
-from legalsat.server.errors import ApiError
-from legalsat.server.routers.optimize import ERRORS
+from legalsat.server.errors import ApiError, error_responses
 
 router = APIRouter(prefix="/v1/egraphs", tags=["egraphs"])
-_ERRORS = {k: v for k, v in ERRORS.items() if k in (401, 422)}
-_ERRORS[404] = {"model": ERRORS[422]["model"], "description": "no kept e-graph has this id"}
+_ERRORS = error_responses(401, 404, 422)
 # the page is HTML; its errors are the JSON error shape like everywhere else
 _VIEW_ERRORS = {k: {"description": v["description"], "content": {"application/json": {
     "schema": {"$ref": "#/components/schemas/ErrorBody"}}}} for k, v in _ERRORS.items()}

@@ -11,19 +11,15 @@ from legalsat.errors import InputError
 from legalsat.pipeline import error_response
 from legalsat.schemas.optimize import OptimizeRequest
 from legalsat.schemas.plan import OptimizeResponse
-from legalsat.schemas.service import BatchResponse, ErrorBody
+from legalsat.schemas.service import BatchResponse
 from legalsat.server.deps import ServiceState, parse_json, read_body, service
-from legalsat.server.errors import ApiError, queue_full
+from legalsat.server.errors import ApiError, error_responses, queue_full
 from legalsat.server.openapi import json_body
 from legalsat.server.planning import plan_one
 
+ERRORS = error_responses(401, 413, 422, 429, 503, 504)
 router = APIRouter(prefix="/v1/optimize", tags=["optimize"])
 
-ERRORS = {s: {"model": ErrorBody, "description": d} for s, d in (
-    (401, "bearer token missing or wrong"), (413, "body over LEGALSAT_MAX_BODY_BYTES"),
-    (422, "invalid request: error.field names the field, error.fix says how to fix it"),
-    (429, "queue full: retry later"), (503, "worker lost or shutting down: retry"),
-    (504, "no answer within the request's deadline"))}
 
 
 @router.post("", response_model=None, openapi_extra=json_body(OptimizeRequest),
@@ -67,7 +63,7 @@ async def optimize_batch(request: Request, state: ServiceState = Depends(service
     if len(items) > limit:
         raise ApiError(422, "invalid_input", f"the batch has {len(items)} requests; at most {limit}",
                        f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)", "")
-    if len(items) > state.pool.jobs.maxsize - state.pool.queued + state.pool.size:
+    if len(items) > state.pool.capacity_left:
         raise queue_full()
     parts = await asyncio.gather(*(_item(state, obj) for obj in items))
     return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")

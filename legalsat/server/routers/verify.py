@@ -7,9 +7,11 @@ from fastapi import APIRouter, Depends, Request, Response
 
 from legalsat.schemas.pipeline import PipelineVerdictOut, ProtocolIn, parse_protocol
 from legalsat.server.deps import ServiceState, parse_json, read_body, service
+from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 from legalsat.server.planning import answer_error, run_job
-from legalsat.server.routers.optimize import ERRORS
+
+ERRORS = error_responses(401, 413, 422, 429, 503, 504)
 
 router = APIRouter(tags=["analyses"])
 
