@@ -207,6 +207,29 @@ def _schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def _emit(args: argparse.Namespace) -> int:
+    from legalsat.kernels import emit, select_plan
+
+    with _open_input(args.file) as f:
+        text = f.read()
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        raise InputError([ErrorDetail("invalid_json", f"{args.file} is not JSON: {e}",
+                                      "pass a plan or an optimize response as JSON", None)]) from None
+    plan, _ = select_plan(obj, args.plan)
+    emitted = emit(plan, args.variant)
+    sys.stdout.write(emitted.source)
+    if not args.quiet:
+        for ln in emitted.launches:
+            grid = ln.grid if ln.grid != "persistent" else f"persistent over {ln.tiles} tiles"
+            print(f"# launch {ln.kernel}[{grid}](" + ", ".join(ln.args) + f"), num_warps={ln.num_warps}",
+                  file=sys.stderr)
+        for note in emitted.notes:
+            print(f"# {note}", file=sys.stderr)
+    return 0
+
+
 def _serve(args: argparse.Namespace) -> int:
     from legalsat.server import serve
 
@@ -262,6 +285,16 @@ def build_parser() -> argparse.ArgumentParser:
     sc = sub.add_parser("schema", help="print the JSON Schema of optimize requests or responses")
     sc.add_argument("which", nargs="?", choices=["request", "response"], default="request")
     sc.set_defaults(run=_schema)
+    em = sub.add_parser("emit", help="print the Triton kernel source of a plan",
+                        description="Reads a plan (or a whole optimize response: its --plan-th plan) and "
+                                    "prints the emitted Triton module; the launches go to stderr. "
+                                    "legalsat.clients.triton.build_kernel compiles and runs the same source.")
+    em.add_argument("file", nargs="?", default="-", help="plan or response JSON file, or - for stdin (default)")
+    em.add_argument("--plan", type=int, default=0, help="which plan of a response (default 0, the best)")
+    em.add_argument("--variant", choices=["tl", "gluon"], default="tl",
+                    help="tl (any GPU, and the interpreter) or gluon (sm90 TMA plans)")
+    em.add_argument("--quiet", action="store_true", help="no launch summary on stderr")
+    em.set_defaults(run=_emit)
     sv = sub.add_parser("serve", help="run the HTTP service (routes mirror these commands; see /docs)",
                         description="Runs the FastAPI service with uvicorn: planning in worker processes "
                                     "with hard deadlines, a persistent plan cache, the e-graph viewer. "

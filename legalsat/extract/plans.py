@@ -156,7 +156,7 @@ def _async(spec: TmaPipelineSpec) -> tuple[object, dict]:
 def _transpose_piece(p: Piece, strategy: str, target: Target) -> tuple[dict, Walk]:
     a, b = _transposed_dims(p)
     small = strategy == "shuffle"
-    f = solve_transpose_tile(p, a, b, 2048 if small else 16384, small=small)
+    f = solve_transpose_tile(p, a, b, 2048 if small else 32768, small=small)
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(p.dims)))
     grid = prod(_cdiv(n, t) for (n, _, _), t in zip(p.dims, tiles))
     out = {"strategy": strategy, "tile": list(tiles), "grid": [grid], "num_warps": f.num_warps,
@@ -223,8 +223,15 @@ def build_gather(form: Formulation, m: Gather, target: Target) -> tuple[dict, Ca
     slab_bytes = sum(p.bytes for p in form.pieces)
     f = solve_rows(slab_bytes, slab.eb, m.index.count)
     walks = [Walk(p, linear=max(p.elems, 1)) for p in form.pieces]
+    es = m.src.esize
+    out_axis_stride = prod(m.out_shape[m.axis + 1:])
+    # where index i's slab starts: i * stride on each side (the pieces are relative to it)
     gather = {"index_count": m.index.count, "distribution": m.index.distribution.value,
-              "unit": m.unit, "slab_bytes": slab_bytes, "rows_per_program": f.rows}
+              "unit": m.unit, "slab_bytes": slab_bytes, "rows_per_program": f.rows,
+              "axis": m.axis, "index_bound": m.src.shape[m.axis] // m.unit,
+              "src_index_stride_bytes": m.unit * m.src.strides[m.axis] * es,
+              "out_index_stride_bytes": m.unit * out_axis_stride * es,
+              "out_shape": list(m.out_shape), "groups": m.index.groups}
     if form.strategy == "inspector_executor":
         rows = m.src.shape[m.axis] // m.unit
         buckets = m.index.groups or (rows if m.index.distribution.value == "paged"
@@ -236,6 +243,12 @@ def build_gather(form: Formulation, m: Gather, target: Target) -> tuple[dict, Ca
         gather["window_rows"] = 32
     fields = {"strategy": form.strategy, "tile": [f.rows], "grid": [_cdiv(m.index.count, f.rows)],
               "num_warps": f.num_warps, "vector_bytes": f.vector_bytes, "gather": gather}
+    # the slab one index moves, relative to where the index's slab starts on each side
+    fields["pieces"] = [{"src_offset_bytes": p.src_offset, "dst_offset_bytes": p.dst_offset,
+                         "element_bytes": p.eb, "strategy": form.strategy,
+                         "dims": [{"extent": n, "src_stride": s, "dst_stride": d} for n, s, d in p.dims],
+                         "tile": [f.rows], "grid": fields["grid"], "num_warps": f.num_warps,
+                         "vector_bytes": min(p.eb, 16)} for p in form.pieces]
     return fields, functools.partial(prove_gather, m.src.shape, m.src.strides, m.axis, m.unit,
                                      m.index.count, m.src.esize, walks)
 

@@ -85,11 +85,13 @@ def base_program(target: Target) -> str:
     c = target.cost
     seeds = [f"(set (EffWidth {w}) {e})" for w, e in c.by_width]
     seeds += [f"(set (Eff {k}) {v})" for k, v in
-              ((1, c.tma), (2, c.staged), (3, c.shuffle), (4, c.inspector), (100, c.scatter))]
-    seeds += [f"(set (StagedWays {eb}) {1000 + 250 * (best_staged_ways(eb, target) - 1)})"
+              ((1, c.tma), (2, c.staged), (3, c.shuffle), (4, c.inspector), (5, c.tma_transpose),
+               (100, c.scatter))]
+    seeds += [f"(set (StagedWays {eb}) {1000 + c.way_penalty * (best_staged_ways(eb, target) - 1)})"
               for eb in (1, 2, 4, 8)]
     rules = STRATEGY_RULES.replace("{L}", str(c.launch_ns * 1000)).replace(
-        "{BW}", str(c.copy_bandwidth_gbps)).replace("{ROW}", str(c.row_overhead_bytes))
+        "{BW}", str(c.copy_bandwidth_gbps)).replace("{ROW}", str(c.row_overhead_bytes)).replace(
+        "{SORT}", str(c.sort_bytes_per_slot))
     return "\n".join([LANGUAGE, ANALYSIS, LAYOUT, PADDING, rules, *seeds])
 
 
@@ -104,18 +106,19 @@ def request_program(m: Movement, allow_padding: bool, groups: int | None) -> str
 
 # One template e-graph per target and process: rules are parsed and compiled once; each
 # request runs between a push and a pop. An EGraph never leaves its process.
-_TEMPLATES: dict[str, tuple[bindings.EGraph, dict]] = {}
+_TEMPLATES: dict[Target, tuple[bindings.EGraph, dict]] = {}
 
 
 def _template(target: Target) -> tuple[bindings.EGraph, dict]:
-    if target.name not in _TEMPLATES:
+    # keyed by the whole (frozen) target: the same name with other cost facts is another program
+    if target not in _TEMPLATES:
         eg = bindings.EGraph()
         eg.run_program(*eg.parse_program(base_program(target)))
         cmds = {k: eg.parse_program(v) for k, v in (
             ("round", _ROUND), ("finish", _FINISH), ("size", "(print-size)"),
             ("push", "(push)"), ("pop", "(pop)"))}
-        _TEMPLATES[target.name] = (eg, cmds)
-    return _TEMPLATES[target.name]
+        _TEMPLATES[target] = (eg, cmds)
+    return _TEMPLATES[target]
 
 
 @dataclass(frozen=True)

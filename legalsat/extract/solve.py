@@ -165,12 +165,16 @@ class TileFields:
     num_warps: int
 
 
-def solve_transpose_tile(p: Piece, a: int, b: int, max_tile_bytes: int, min_run_bytes: int = 64,
+def solve_transpose_tile(p: Piece, a: int, b: int, max_tile_bytes: int, min_run_bytes: int = 256,
                          small: bool = False) -> TileFields:
     """Tile extents along dims a (src-contiguous) and b (dst-contiguous): powers of two
     within the extents, at most `max_tile_bytes`, each side at least `min_run_bytes` of
     contiguous data when the extent allows. `small`: the shuffle shape (the small side
-    whole, padded to a power of two)."""
+    whole, padded to a power of two).
+
+    Measured on the H100 (tools/staged_sweep.py): runs of 256 bytes on both sides and the
+    largest tile win; when destination rows are not 16-byte aligned (stores cannot be
+    vectorized) the longest destination run wins, with 128-byte source runs."""
     fp = FieldProblem()
     na, nb = p.dims[a][0], p.dims[b][0]
     ea, eb_ = fp.log2_var("tile_a_log2", 10), fp.log2_var("tile_b_log2", 10)
@@ -182,16 +186,24 @@ def solve_transpose_tile(p: Piece, a: int, b: int, max_tile_bytes: int, min_run_
     fp.require("tile_bytes", ea + eb_ + lb <= floor_log2(max_tile_bytes),
                f"a tile of more than {max_tile_bytes} bytes", "none needed")
     run = max(floor_log2(min_run_bytes) - lb, 0)
+    unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
     if small:
         small_dim = ea if na <= nb else eb_
         fp.require("small_side_whole", small_dim == min(cap_a, cap_b),
                    "the small side must be held whole by a warp", "none needed")
+        objective = [ea + eb_]
+    elif unaligned_dst:  # scalar stores: the longest destination run, 128-byte source runs
+        src_run = max(floor_log2(128) - lb, 0)
+        fp.require("run_a", ea >= min(src_run, cap_a), "less than 128 contiguous source bytes", "none needed")
+        objective = [eb_, ea + eb_]
     else:  # both sides contiguous for min_run_bytes where the extents allow
         fp.require("run_a", ea >= min(run, cap_a), f"less than {min_run_bytes} contiguous bytes", "none needed")
         fp.require("run_b", eb_ >= min(run, cap_b), f"less than {min_run_bytes} contiguous bytes", "none needed")
-    m = fp.solve([ea + eb_])
+        objective = [ea + eb_, eb_]
+    m = fp.solve(objective)
     ta, tb = 1 << m[ea].as_long(), 1 << m[eb_].as_long()
-    return TileFields(a, b, ta, tb, warps_for(ta * tb * p.eb))
+    # scalar stores: 4 warps per tile measured fastest (more programs per SM in flight)
+    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else warps_for(ta * tb * p.eb))
 
 
 @dataclass(frozen=True)

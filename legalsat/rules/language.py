@@ -49,6 +49,7 @@ LANGUAGE = """
 (relation PadS (Mov Mov i64 i64))
 (relation Groups (i64))
 (relation Clustered (Mov))                           ; a gather whose indices cluster (clustered, paged, experts)
+(function SortPs (Mov) i64 :merge (max old new))      ; ps to order a gather's slots first (grouped: by expert)
 
 ; cost tables read by egglog's extractor (estimated picoseconds)
 (function cost_table_Direct (Mov) i64 :merge (min old new))

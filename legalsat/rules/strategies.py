@@ -7,10 +7,12 @@ estimated time in picoseconds as the node's extraction cost:
 
 Efficiencies come from the target's cost facts (seeded as `Eff` / `EffWidth` tables) and the
 bank model (`StagedWays eb`: the permille slowdown of the best staged tile's conflicts), so a
-calibration changes numbers, not rules. Codes: 0 direct, 1 tma, 2 staged_smem, 3 shuffle, 4 inspector_executor.
+calibration changes numbers, not rules. Codes: 0 direct, 1 tma, 2 staged_smem, 3 shuffle, 4 inspector_executor;
+`Eff 5` is a transposing TMA copy (boxes permuted in registers), `Eff 100` element-wise access.
 """
 
-# {L}: launch overhead (ps); {BW}: copy bandwidth (GB/s); filled in by legalsat.rules.program
+# {L}: launch overhead (ps); {BW}: copy bandwidth (GB/s); {ROW}: row overhead (bytes); {SORT}:
+# bytes a grouped gather's sort moves per slot; filled in from the target's CostFacts
 STRATEGIES = """
 (ruleset strategy)
 ; every Copy form costs its number of accesses (fewer, wider accesses extract first)
@@ -26,7 +28,7 @@ STRATEGIES = """
 (rule ((= p (Lower m)) (TmaOk m) (= b (Bytes m)) (= w (Width m)) (= e (Eff 1)))
       ((union (Cand 1 m) (Tma m)) (Has 1 m)
        (set (cost_table_Tma m) (+ {L} (/ (* b 2000000) (* {BW} e))))) :ruleset strategy)
-(rule ((= p (Lower m)) (TmaOk m) (Transp m) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (Eff 1))
+(rule ((= p (Lower m)) (TmaOk m) (Transp m) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (Eff 5))
        (= k (StagedWays eb)))
       ((union (Cand 1 m) (Tma m)) (Has 1 m)
        (set (cost_table_Tma m) (+ {L} (/ (* (/ (* b k) 1000) 2000000) (* {BW} e))))) :ruleset strategy)
@@ -43,14 +45,19 @@ STRATEGIES = """
        (set (cost_table_Shuffle m) (+ {L} (/ (* b 2000000) (* {BW} e))))) :ruleset strategy)
 
 ; ---- gathers: the slab one index moves decides the access efficiency ----
-(rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)))
+; a direct gather of grouped (MoE) slots sorts them by group first (a device radix sort:
+; launches and {SORT} bytes of keys and values per slot); other gathers sort nothing
+(rule ((= p (Lower m)) (= m (Gath c k s))) ((set (SortPs m) 0)) :ruleset strategy)
+(rule ((= p (Lower m)) (= m (Gath c k s)) (Groups g))
+      ((set (SortPs m) (+ (* 4 {L}) (/ (* (* c {SORT}) 2000000) (* {BW} 500))))) :ruleset strategy)
+(rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)) (= z (SortPs m)))
       ((union (Cand 0 m) (Direct m)) (Has 0 m)
        (set (cost_table_Direct m)
-            (+ {L} (/ (* (* c b) 2000000) (* {BW} (/ (* ew (/ (* b 1000) (+ b {ROW}))) 1000))))))
+            (+ (+ {L} z) (/ (* (* c b) 2000000) (* {BW} (/ (* ew (/ (* b 1000) (+ b {ROW}))) 1000))))))
       :ruleset strategy)
-(rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= e (Eff 100)))
+(rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= e (Eff 100)) (= z (SortPs m)))
       ((union (Cand 0 m) (Direct m)) (Has 0 m)
-       (set (cost_table_Direct m) (+ {L} (/ (* (* c b) 2000000) (* {BW} e))))) :ruleset strategy)
+       (set (cost_table_Direct m) (+ (+ {L} z) (/ (* (* c b) 2000000) (* {BW} e))))) :ruleset strategy)
 (rule ((= p (Lower m)) (= m (Gath c 4 s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)) (= e (Eff 3)))
       ((union (Cand 3 m) (Shuffle m)) (Has 3 m)
        (set (cost_table_Shuffle m) (+ {L} (/ (* (* c b) 2000000) (* {BW} (/ (* e ew) 1000))))))

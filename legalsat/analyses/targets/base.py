@@ -44,9 +44,13 @@ class CostFacts:
 
     Efficiencies are permille of `copy_bandwidth_gbps` (device-to-device copy, read + write):
     `by_width` for contiguous accesses of that many bytes per lane; `tma`, `staged`,
-    `shuffle`, `inspector` for those strategies; `scatter` for a copy that touches one side
+    `shuffle`, `inspector` for those strategies; `tma_transpose` for a TMA copy whose boxes
+    are permuted in registers; `way_penalty`: permille of time added per extra bank-conflict
+    way of the best staged tile; `scatter` for a copy that touches one side
     element by element. `row_overhead_bytes`: a random row costs as if it were this much
-    longer (latency and partial sectors). `source` says where the numbers come from.
+    longer (latency and partial sectors). `sort_bytes_per_slot`: what sorting one slot of a
+    grouped (MoE) gather by its group costs a direct plan. `source` says where the numbers
+    come from ("analytic", or the calibration run that fitted them).
     """
 
     source: str
@@ -54,11 +58,14 @@ class CostFacts:
     launch_ns: int = 3000
     by_width: tuple[tuple[int, int], ...] = ((1, 250), (2, 400), (4, 650), (8, 850), (16, 950))
     tma: int = 900
+    tma_transpose: int = 900
     staged: int = 930
     shuffle: int = 850
     inspector: int = 900
     scatter: int = 150
     row_overhead_bytes: int = 384
+    sort_bytes_per_slot: int = 64
+    way_penalty: int = 250
 
 
 @dataclass(frozen=True)

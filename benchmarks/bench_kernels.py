@@ -1,0 +1,158 @@
+"""Every plan's kernel on the GPU: bit-exact against PyTorch, timed against PyTorch and the
+measured copy bandwidth; then the planner's cost model calibrated on those times.
+
+    python benchmarks/bench_kernels.py plan     # CPU: plan every workload -> benchmarks/kernel_plans.json
+    python benchmarks/bench_kernels.py run      # GPU: check + time every candidate -> $OUT or benchmarks/
+    python benchmarks/bench_kernels.py report RESULTS.json   # CPU: calibrate, regret, RESULTS.md
+
+`run` needs only torch, triton and legalsat's light modules (the Triton client never imports
+the planner), so the GPU machine runs the plans the CPU made. Each candidate strategy of a
+workload's response becomes a kernel (TMA plans twice: the tl descriptor kernel and the
+Gluon pipeline); outputs are poisoned before each check; times are
+`do_bench(..., return_mode="median")`; achieved GB/s counts bytes read + written once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+PLANS = HERE / "kernel_plans.json"
+CASES = HERE / "kernel_cases.json"
+
+
+# ---------------------------------------------------------------- plan (CPU, planner)
+def plan() -> None:
+    from benchmarks.kernel_workloads import small_cases, workloads
+    from legalsat.pipeline import optimize
+
+    out = {}
+    for w in workloads():
+        t = time.perf_counter()
+        out[w.name] = {"workload": w.__dict__, "response": optimize(w.request())}
+        print(f"planned {w.name} in {1e3 * (time.perf_counter() - t):.0f} ms", flush=True)
+    PLANS.write_text(json.dumps(out, indent=1) + "\n")
+    cases = {w.name: {"workload": w.__dict__, "response": optimize(w.request())} for w in small_cases()}
+    CASES.write_text(json.dumps(cases, indent=1) + "\n")
+    print(f"wrote {PLANS} and {CASES}")
+
+
+# ---------------------------------------------------------------- run (GPU)
+def run(out_dir: Path) -> None:
+    import torch
+    import triton
+    from triton.testing import do_bench
+
+    from legalsat.clients.torch_reference import Inputs, make_inputs, poison, reference, same_bits
+    from legalsat.clients.triton import build_kernel
+
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(dev)
+    env = {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
+           "python": platform.python_version(), "driver": _driver(), "cuda": torch.version.cuda,
+           "sms": props.multi_processor_count}
+    print(json.dumps(env), flush=True)
+    # device-to-device copy bandwidth, measured in this run (1 GiB read + 1 GiB written)
+    a = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    copy_ms = do_bench(lambda a=a, b=b: b.copy_(a), return_mode="median")
+    copy_gbps = 2 * a.numel() / copy_ms / 1e6
+    del a, b
+    print(f"device copy: {copy_gbps:.0f} GB/s", flush=True)
+    results = {"env": env, "copy_gbps": copy_gbps, "workloads": [], "cases": []}
+
+    def measure(name: str, entry: dict, timed: bool) -> dict:
+        resp, wl = entry["response"], entry["workload"]
+        gen = torch.Generator(device=dev).manual_seed(1234)
+        inp: Inputs = make_inputs(resp, wl, dev, gen)
+        ref = reference(inp)
+        row = {"name": name, "bytes": inp.moved_bytes, "candidates": []}
+        if timed:
+            row["torch_ms"] = do_bench(lambda inp=inp: reference(inp, into=True), return_mode="median")
+            # the copy limit at this workload's size: a contiguous copy of as many bytes
+            a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev)
+            b = torch.empty_like(a)
+            row["copy_same_size_ms"] = do_bench(lambda a=a, b=b: b.copy_(a), return_mode="median")
+            del a, b
+        for i, p in enumerate(resp["plans"]):
+            variants = ["tl", "gluon"] if p["strategy"] == "tma" and props.major == 9 else ["tl"]
+            for variant in variants:
+                cand = {"plan": i, "strategy": p["strategy"], "variant": variant, "term": p["term"],
+                        "estimated_us": p["cost"]["estimated_us"]}
+                try:
+                    k = build_kernel(resp, plan_index=i, variant=variant)
+                    poison(inp)
+                    got = inp.call(k)
+                    torch.cuda.synchronize()
+                    cand["exact"] = same_bits(got, ref)
+                    if timed and cand["exact"]:
+                        cand["ms"] = do_bench(lambda k=k, inp=inp: inp.call(k, check=False), return_mode="median")
+                except Exception as e:  # a kernel that fails is a result of the run, reported
+                    cand["exact"] = False
+                    cand["error"] = f"{type(e).__name__}: {str(e)[:400]}"
+                row["candidates"].append(cand)
+                print(f"  {name:48s} {p['strategy']:18s} {variant:5s} exact={cand['exact']} "
+                      f"{cand.get('ms', float('nan')):.4f} ms {cand.get('error', '')[:200]}", flush=True)
+        del inp
+        torch.cuda.empty_cache()
+        return row
+
+    for name, entry in json.loads(CASES.read_text()).items():
+        results["cases"].append(measure(name, entry, timed=False))
+    for name, entry in json.loads(PLANS.read_text()).items():
+        results["workloads"].append(measure(name, entry, timed=True))
+    (out_dir / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
+    print(table(results))
+
+
+def _driver() -> str:
+    try:
+        import subprocess
+
+        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=20).stdout.strip()
+    except (OSError, ValueError):
+        return "unknown"
+
+
+def table(results: dict) -> str:
+    """The short table: per workload PyTorch, every candidate, the best, as GB/s and share of copy."""
+    bw = results["copy_gbps"]
+    lines = [f"copy bandwidth {bw:.0f} GB/s", f"{'workload':48s} {'torch':>13s} {'best legalsat':>30s} {'x torch':>8s}"
+             f" {'of same-size copy':>18s}"]
+    for w in results["workloads"]:
+        gbps = lambda ms, w=w: w["bytes"] / ms / 1e6  # noqa: E731
+        timed = [c for c in w["candidates"] if c.get("ms")]
+        best = min(timed, key=lambda c: c["ms"]) if timed else None
+        t = w.get("torch_ms")
+        tt = f"{gbps(t):6.0f} ({gbps(t) / bw:.2f})" if t else "-"
+        bb = (f"{best['strategy']}/{best['variant']} {gbps(best['ms']):6.0f} ({gbps(best['ms']) / bw:.2f})"
+              if best else "-")
+        sp = f"{t / best['ms']:.2f}" if best and t else "-"
+        same = f"{w['copy_same_size_ms'] / best['ms']:.2f}" if best and w.get("copy_same_size_ms") else "-"
+        lines.append(f"{w['name']:48s} {tt:>13s} {bb:>30s} {sp:>8s} {same:>18s}")
+    bad = [(w["name"], c["strategy"], c["variant"]) for w in results["workloads"] + results["cases"]
+           for c in w["candidates"] if not c.get("exact")]
+    lines.append(f"inexact or failed kernels: {len(bad)} {bad[:8]}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    cmd = sys.argv[1] if len(sys.argv) > 1 else "run"
+    if cmd == "plan":
+        plan()
+    elif cmd == "run":
+        out = Path(os.environ.get("OUT") or HERE)
+        run(out)
+    elif cmd == "report":
+        from benchmarks.kernel_report import report
+
+        report(Path(sys.argv[2]))
+    else:
+        sys.exit(f"unknown command {cmd!r}: use plan, run or report")

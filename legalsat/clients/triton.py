@@ -1,0 +1,260 @@
+"""The Triton client: a plan (as returned over HTTP) becomes a kernel you can call.
+
+    plan = requests.post(".../v1/optimize", json=req).json()["plans"][0]
+    k = build_kernel(plan)          # or the whole response: its first plan
+    k(src, dst)                     # copies
+    k(src, index, out)              # gathers; MoE (plan.gather.groups): k(src, index, out, group=experts)
+    print(k.source)                 # the emitted module
+
+Imports only torch, triton and legalsat's light modules (never egglog or z3), so a compiler
+can use it anywhere. Tensors are moved as integer words (bit-exact for every dtype); the
+kernel checks that the tensors it is given are the views the plan was made for (shape and
+strides when the request is known, else the bytes the plan reaches) and aligned as the
+plan assumed, and raises InputError naming the argument otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from functools import cached_property
+from pathlib import Path
+
+import torch
+
+from legalsat.errors import ErrorDetail, InputError
+from legalsat.kernels import default_variant, emit, plan_kind, select_plan
+from legalsat.kernels.source import DescriptorSpec, Emitted
+
+WORD_DTYPE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def _arg_error(field: str, message: str, fix: str) -> InputError:
+    return InputError([ErrorDetail("invalid_argument", message, fix, field)])
+
+
+def load_module(source: str, name: str = "legalsat_kernel"):
+    """Import emitted source as a module (Triton reads a kernel's source from its file)."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    folder = Path(tempfile.gettempdir()) / f"legalsat-kernels-{os.getuid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}_{digest}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        tmp.replace(path)
+    modname = f"legalsat_kernels_{digest}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    spec = importlib.util.spec_from_file_location(modname, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> torch.Tensor:
+    """A 1-D view of `word`-byte integers starting `offset` words after t's first element,
+    reaching to the end of its storage."""
+    start = t.storage_offset() * t.element_size()
+    if (t.data_ptr() + offset * word) % word:
+        raise _arg_error(name, f"{name} starts at an address that is not {word}-byte aligned; the plan moves "
+                         f"{word}-byte words", "plan the request with the tensor's real base_align")
+    storage = t.untyped_storage()
+    flat = torch.empty(0, dtype=torch.uint8, device=t.device)
+    flat.set_(storage, 0, (storage.nbytes(),), (1,))
+    begin = start + offset * word
+    n = (storage.nbytes() - begin) // word
+    return flat[begin:begin + n * word].view(WORD_DTYPE[word])
+
+
+def _request_views(response_term: str | None) -> dict | None:
+    """The request's op (src/dst views) from a response's s-expression term, if given."""
+    if not response_term:
+        return None
+    from legalsat.terms.sexpr import op_from_sexp
+
+    return op_from_sexp(response_term)
+
+
+class Kernel:
+    """A plan's kernel: call it like the movement (see the module docstring).
+
+    Invariants: `source` is exactly what runs; every launch covers the plan's pieces once;
+    outputs are written only where the plan's element map says."""
+
+    def __init__(self, plan: dict, emitted: Emitted, request_op: dict | None = None):
+        self.plan = plan
+        self.emitted = emitted
+        self.kind = plan_kind(plan)
+        self.strategy = emitted.strategy
+        self.variant = emitted.variant
+        self.request_op = request_op
+        self._descs: dict[tuple, object] = {}
+
+    @property
+    def source(self) -> str:
+        return self.emitted.source
+
+    @cached_property
+    def module(self):
+        return load_module(self.emitted.source)
+
+    def __repr__(self) -> str:
+        return f"<legalsat kernel {self.strategy}/{self.variant}: {len(self.emitted.launches)} launch(es)>"
+
+    # ---- arguments ----
+    def _check_view(self, t: torch.Tensor, view: dict | None, name: str, side: str) -> None:
+        if not isinstance(t, torch.Tensor):
+            raise _arg_error(name, f"{name} is a {type(t).__name__}, not a torch.Tensor", f"pass {name} as a tensor")
+        if view is not None:
+            if list(t.shape) != list(view["shape"]) or list(t.stride()) != list(view["strides"]):
+                raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
+                                 f"is for shape {view['shape']} strides {view['strides']}",
+                                 "pass the view the plan was made for, or plan this view")
+            return
+        reach = 0
+        for p in self.plan["pieces"]:
+            off = p.get(f"{side}_offset_bytes", 0)
+            span = sum((d["extent"] - 1) * d[f"{side}_stride"] for d in p["dims"]) + 1
+            reach = max(reach, off + span * p["element_bytes"])
+        have = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
+        if reach > have:
+            raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name} has {have}",
+                             "pass the tensor the plan was made for (after the plan's relayout, if any)")
+
+    def _desc(self, spec: DescriptorSpec, base: torch.Tensor):
+        key = (spec, base.data_ptr())
+        if key not in self._descs:
+            if self.variant == "gluon":
+                from triton.experimental.gluon import language as gl
+                from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+                layout = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle, element_bitwidth=8 * base.element_size(),
+                                              rank=len(spec.shape))
+                d = GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout)
+            else:
+                from triton.tools.tensor_descriptor import TensorDescriptor
+
+                d = TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
+            self._descs = {k: v for k, v in self._descs.items() if k[1] == base.data_ptr() or k[0] != spec}
+            self._descs[key] = d
+        return self._descs[key]
+
+    def _run(self, named: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        em = self.emitted
+        dev = next(iter(named.values())).device
+        bufs = {k: torch.empty(n, dtype=getattr(torch, dt), device=dev) for k, (dt, n) in em.buffers.items()}
+        mod = self.module
+        for ln in em.launches:
+            for z in ln.zero:
+                bufs[z].zero_()
+            args = []
+            for a in ln.args:
+                if a.startswith("buf:"):
+                    args.append(bufs[a[4:]])
+                elif a.startswith("desc:"):
+                    spec = em.descriptors[a[5:]]
+                    base = words(named[spec.side], ln.word, spec.offset, spec.side)
+                    if base.data_ptr() % 16:
+                        raise _arg_error(spec.side, f"{spec.side} is not 16-byte aligned where the plan's TMA "
+                                         "descriptor starts", "plan the request with the tensor's real "
+                                         "base_align (a TMA plan needs 16), or pass an aligned tensor")
+                    args.append(self._desc(spec, base))
+                elif a in ("src", "dst", "out"):
+                    args.append(words(named[a], ln.word, name=a))
+                else:
+                    args.append(named[a])
+            grid = ln.grid
+            if grid == "persistent":
+                sms = torch.cuda.get_device_properties(dev).multi_processor_count
+                grid = max(1, min(ln.tiles, sms * ln.blocks_per_sm))
+            getattr(mod, ln.kernel)[(grid,)](*args, num_warps=ln.num_warps)
+        return bufs
+
+    def __call__(self, *args, **kw):
+        if self.kind == "copy":
+            return self._copy(*args, **kw)
+        return self._gather(*args, **kw)
+
+    def _copy(self, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+        op = self.request_op
+        self._check_view(src, op and op["src"], "src", "src")
+        self._check_view(dst, op and op["dst"], "dst", "dst")
+        if src.device != dst.device:
+            raise _arg_error("dst", f"src is on {src.device}, dst on {dst.device}", "put both on one device")
+        self._run({"src": src, "dst": dst})
+        return dst
+
+    def _gather(self, src: torch.Tensor, index: torch.Tensor, out: torch.Tensor, *,
+                group: torch.Tensor | None = None, check_bounds: bool = True):
+        g = self.plan["gather"]
+        count, bound = g["index_count"], g["index_bound"]
+        op = self.request_op
+        self._check_view(src, op and op["src"], "src", "src")
+        for name, t in (("index", index), ("group", group)):
+            if t is None:
+                continue
+            if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES or t.dim() != 1 or t.numel() != count:
+                raise _arg_error(name, f"{name} must be a 1-D int32/int64 tensor of {count} entries",
+                                 f"pass {name} as torch.int32 or torch.int64 with {count} entries")
+        if not index.is_contiguous():
+            index = index.contiguous()
+        if list(out.shape) != list(g["out_shape"]) or not out.is_contiguous():
+            raise _arg_error("out", f"out must be contiguous with shape {g['out_shape']}",
+                             "allocate out with torch.empty(plan['gather']['out_shape'], ...)")
+        if check_bounds and count and (int(index.min()) < 0 or int(index.max()) >= bound):
+            raise _arg_error("index", f"index holds entries outside [0, {bound})", "clamp or filter the indices")
+        groups = g.get("groups")
+        if groups and group is None:
+            raise _arg_error("group", "this plan routes slots to groups (MoE): pass group=, the group of each slot",
+                             "call k(src, index, out, group=experts)")
+        named = {"src": src, "out": out, "index": index}
+        if groups and check_bounds and (int(group.min()) < 0 or int(group.max()) >= groups):
+            raise _arg_error("group", f"group holds entries outside [0, {groups})", "route slots to 0..groups-1")
+        if groups and self.strategy != "inspector_executor":
+            # the plan's executor is a plain row gather: order the slots by group first
+            order = torch.argsort(group, stable=True)
+            named["index"] = index[order]
+            self._run(named)
+            counts = torch.zeros(groups, dtype=torch.int64, device=group.device)
+            counts.index_add_(0, group.long(), torch.ones_like(group, dtype=torch.int64))  # no host sync
+            offsets = torch.zeros(groups + 1, dtype=torch.int32, device=group.device)
+            offsets[1:] = torch.cumsum(counts, 0)
+            return out, order.to(torch.int32), offsets
+        if groups:
+            named["group"] = group.contiguous()
+        bufs = self._run(named)
+        if groups:
+            return out, bufs["order"], bufs["offsets"]
+        return out
+
+
+def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) -> Kernel:
+    """The kernel of a plan: a plan dict / PlanOut model, or a whole optimize response (its
+    `plan_index`-th plan; the request's views are then checked at every call).
+
+    variant: "tl" (runs anywhere Triton does, the interpreter included), "gluon" (sm90 TMA
+    plans), or "auto": `legalsat.kernels.default_variant` (Gluon for straight TMA copies on an
+    sm90 GPU, tl otherwise).
+    Raises InputError naming the plan field when the plan cannot become a kernel."""
+    p, term = select_plan(plan, plan_index)
+    op = _request_views(term)
+    if variant == "auto":
+        on_sm90 = (os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
+                   and torch.cuda.get_device_capability()[0] == 9)
+        variant = default_variant(p, on_sm90)
+    return Kernel(p, emit(p, variant), op)
+
+
+def emit_source(plan: object, *, variant: str = "tl", plan_index: int = 0) -> str:
+    """The emitted module of a plan, without compiling it."""
+    p, _ = select_plan(plan, plan_index)
+    return emit(p, variant).source
+
+
+__all__ = ["Kernel", "build_kernel", "emit_source", "load_module", "words"]

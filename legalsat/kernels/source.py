@@ -1,0 +1,152 @@
+"""What an emitter returns (a Python module's text and the launches that run it) and the
+index arithmetic the emitters share.
+
+Emitted kernels are fully specialized: extents, strides, offsets and tiles of the plan are
+literals in the source, so Triton's axis analysis sees every contiguous run (16-byte
+vectors where the plan's alignment allows) and `k.source` reads as the plan it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from legalsat.kernels.words import WordPiece, cdiv
+
+HEADER_TL = "import triton\nimport triton.language as tl\n"
+HEADER_GLUON = (HEADER_TL + "from triton.experimental import gluon\n"
+                "from triton.experimental.gluon import language as gl\n"
+                "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma\n")
+
+
+@dataclass(frozen=True)
+class DescriptorSpec:
+    """A host TMA descriptor over one side's word view, outermost first (as Triton takes it):
+    `shape` and `strides` in words, `block` the box; `swizzle` in bytes (Gluon layouts)."""
+
+    side: str  # src | dst
+    offset: int  # words from the tensor's base
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    block: tuple[int, ...]
+    swizzle: int = 0
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch. `args` name what the client passes: src, dst (word views), index,
+    out, group, desc:NAME (a DescriptorSpec), buf:NAME (a scratch buffer). `grid` is a
+    program count, or "persistent" (the client sizes it to the GPU)."""
+
+    kernel: str
+    grid: int | str
+    num_warps: int
+    args: tuple[str, ...]
+    tiles: int = 0  # tiles a persistent launch walks
+    blocks_per_sm: int = 1
+    zero: tuple[str, ...] = ()  # scratch buffers cleared before this launch
+    word: int = 0  # bytes per word of its src/dst/out views (pieces of one plan may differ)
+
+
+@dataclass(frozen=True)
+class Emitted:
+    """Source of one plan's kernels and how to run them, in order."""
+
+    strategy: str
+    variant: str  # tl | gluon
+    source: str
+    launches: tuple[Launch, ...]
+    descriptors: dict[str, DescriptorSpec] = field(default_factory=dict)
+    buffers: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (dtype, count)
+    notes: tuple[str, ...] = ()
+
+
+def decompose(var: str, extents: list[tuple[str, int]], indent: str = "    ") -> list[str]:
+    """Lines splitting the linear index `var` into one index per (name, extent), the last
+    fastest; the first takes the quotient whole (no modulo)."""
+    lines, rest = [], var if var.isidentifier() else f"({var})"
+    for k, (name, n) in enumerate(reversed(extents)):
+        if k == len(extents) - 1:
+            lines.append(f"{indent}{name} = {rest}")
+        elif n == 1:
+            lines.append(f"{indent}{name} = 0")
+        else:
+            lines.append(f"{indent}{name} = {rest} % {n}")
+            lines.append(f"{indent}r{k} = {rest} // {n}")
+            rest = f"r{k}"
+    return lines
+
+
+def bcast(axis: int, rank: int) -> str:
+    """Indexing that places a 1-D block on `axis` of a rank-`rank` block."""
+    if rank == 1:
+        return ""
+    return "[" + ", ".join(":" if k == axis else "None" for k in range(rank)) + "]"
+
+
+@dataclass(frozen=True)
+class TileIndex:
+    """Source lines forming `so`, `do` (word offsets) and `mask` (or None) for one tile of
+    a piece, with the tiled dims laid out in `axes` order (the last is the fastest)."""
+
+    lines: tuple[str, ...]
+    masked: bool
+    tiles: int
+
+
+def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = "pid",
+               indent: str = "    ") -> TileIndex:
+    """Offsets of tile `pid` of piece `p` (tile extent per dim; dims in `axes` are block
+    axes, the others advance one index per tile). Masks only the dims the tile does not
+    divide."""
+    counts = [(f"t{k}", cdiv(d.extent, t)) for k, (d, t) in enumerate(zip(p.dims, tile))]
+    lines = decompose(pid, counts, indent)
+    src = [str(p.src_offset)] if p.src_offset else []
+    dst = [str(p.dst_offset)] if p.dst_offset else []
+    masks = []
+    rank = len(axes)
+    for k, d in enumerate(p.dims):
+        if k in axes:
+            ax = axes.index(k)
+            lines.append(f"{indent}a{k} = t{k} * {tile[k]} + tl.arange(0, {tile[k]})")
+            term = f"a{k}{bcast(ax, rank)}"
+            if d.extent % tile[k]:
+                masks.append(f"({term} < {d.extent})")
+        else:
+            term = f"t{k}"
+        if d.src:
+            src.append(term if d.src == 1 else f"{term} * {d.src}")
+        if d.dst:
+            dst.append(term if d.dst == 1 else f"{term} * {d.dst}")
+    lines.append(f"{indent}so = {' + '.join(src) or '0'}")
+    lines.append(f"{indent}do = {' + '.join(dst) or '0'}")
+    if masks:
+        lines.append(f"{indent}mask = {' & '.join(masks)}")
+    total = 1
+    for _, n in counts:
+        total *= n
+    return TileIndex(tuple(lines), bool(masks), total)
+
+
+def program_id(bits: int, indent: str = "    ") -> str:
+    return f"{indent}pid = tl.program_id(0)" + (".to(tl.int64)" if bits == 64 else "")
+
+
+def blocked_layout(shape: list[int], word: int, num_warps: int) -> str:
+    """A Gluon BlockedLayout for `shape` (last axis fastest), 16-byte vectors along it,
+    threads then warps filling the fastest axes first (the remainder replicates on axis 0)."""
+    rank = len(shape)
+    spt = [1] * rank
+    spt[-1] = min(max(16 // word, 1), shape[-1])
+    tpw, wpc = [1] * rank, [1] * rank
+    left_t, left_w = 32, num_warps
+    for ax in reversed(range(rank)):
+        room = max(shape[ax] // spt[ax], 1)
+        t = min(left_t, room)
+        tpw[ax], left_t = t, left_t // t
+        room //= t
+        w = min(left_w, max(room, 1))
+        wpc[ax], left_w = w, left_w // w
+    tpw[0] *= left_t
+    wpc[0] *= left_w
+    order = list(reversed(range(rank)))
+    return f"gl.BlockedLayout({spt}, {tpw}, {wpc}, {order})"

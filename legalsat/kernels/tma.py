@@ -1,0 +1,154 @@
+"""`tma`: copies through the plan's own TMA descriptors.
+
+The plan gives each descriptor exactly as `cuTensorMapEncodeTiled` takes it (innermost
+first, byte strides); the client builds the same descriptor on the host (Triton's
+`TensorDescriptor`, outermost first, in words). Each program loads one box with the load
+descriptor, permutes it into the store descriptor's dim order when the copy transposes,
+and stores it with the store descriptor. `tma_gluon` emits the sm90 version: persistent,
+pipelined through the plan's stages with mbarrier expect-tx of the plan's bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from legalsat.kernels.source import DescriptorSpec, Launch, decompose, program_id
+from legalsat.kernels.words import cdiv, plan_error, word_bytes
+
+SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
+
+
+@dataclass(frozen=True)
+class TmaPiece:
+    """A TMA piece: per descriptor dim (innermost first) the plan dim it walks; the box
+    per plan dim in elements; the tile count per plan dim."""
+
+    piece: dict
+    word: int
+    scale: int  # words per element along descriptor dim 0
+    src_dims: tuple[int, ...]
+    dst_dims: tuple[int, ...]
+    tile: tuple[int, ...]
+    load: DescriptorSpec
+    store: DescriptorSpec
+    src_swizzle: int
+    dst_swizzle: int
+
+    @property
+    def counts(self) -> list[int]:
+        return [cdiv(d["extent"], t) for d, t in zip(self.piece["dims"], self.tile)]
+
+    @property
+    def tiles(self) -> int:
+        out = 1
+        for n in self.counts:
+            out *= n
+        return out
+
+    def perm(self) -> tuple[int, ...] | None:
+        """Axis permutation from the load block (outermost first) to the store block."""
+        src_axes = list(reversed(self.src_dims))
+        dst_axes = list(reversed(self.dst_dims))
+        if src_axes == dst_axes:
+            return None
+        return tuple(src_axes.index(k) for k in dst_axes)
+
+    def box_bytes(self) -> int:
+        out = self.word
+        for b in self.load.block:
+            out *= b
+        return out
+
+
+def _match_dims(piece: dict, desc: dict, side: str, field: str) -> tuple[int, ...]:
+    """Which plan dim each descriptor dim walks (dim 0: the side's stride-1 dim)."""
+    eb = piece["element_bytes"]
+    scale = eb // word_bytes(eb)
+    key = "src_stride" if side == "src" else "dst_stride"
+    dims = piece["dims"]
+    used: list[int] = []
+    for j, extent in enumerate(desc["global_dim"]):
+        want_stride = 1 if j == 0 else desc["global_strides"][j - 1] // eb
+        want_extent = extent // scale if j == 0 else extent
+        k = next((k for k, d in enumerate(dims) if k not in used and d[key] == want_stride
+                  and d["extent"] == want_extent), None)
+        if k is None:
+            raise plan_error(f"{field}.global_dim[{j}]", f"{field} dim {j} (extent {extent}) matches no "
+                             "dim of its piece", "send the plan as the planner returned it")
+        used.append(k)
+    return tuple(used)
+
+
+def tma_piece(piece: dict, field: str) -> TmaPiece:
+    """The descriptor specs and dim maps of a TMA piece; raises InputError on a plan whose
+    descriptors do not describe its piece."""
+    descs = piece.get("descriptors") or []
+    by_role = {d.get("role"): (i, d) for i, d in enumerate(descs)}
+    if set(by_role) != {"load", "store"}:
+        raise plan_error(f"{field}.descriptors", f"{field} needs one load and one store descriptor",
+                         "send the plan as the planner returned it")
+    eb = piece["element_bytes"]
+    w = word_bytes(eb)
+    scale = eb // w
+    (li, ld), (si, sd) = by_role["load"], by_role["store"]
+    src_dims = _match_dims(piece, ld, "src", f"{field}.descriptors[{li}]")
+    dst_dims = _match_dims(piece, sd, "dst", f"{field}.descriptors[{si}]")
+    tile = [1] * len(piece["dims"])
+    for j, k in enumerate(src_dims):
+        tile[k] = ld["box_dim"][j] // (scale if j == 0 else 1)
+    for j, k in enumerate(dst_dims):
+        if sd["box_dim"][j] // (scale if j == 0 else 1) != tile[k]:
+            raise plan_error(f"{field}.descriptors[{si}].box_dim", "the store box does not cover the load "
+                             "box", "send the plan as the planner returned it")
+    if scale > 1 and src_dims[0] != dst_dims[0]:
+        raise plan_error(f"{field}.element_bytes", "a transposing TMA plan of 16-byte elements has "
+                         "no word-level box", "use the plan's staged_smem or direct candidate")
+
+    def spec(d: dict, side: str, off: int) -> DescriptorSpec:
+        shape = tuple(reversed(d["global_dim"]))
+        strides = tuple(reversed([1] + [s // w for s in d["global_strides"]]))
+        return DescriptorSpec(side, off // w, shape, strides, tuple(reversed(d["box_dim"])),
+                              SWIZZLE_BYTES.get(d.get("swizzle", "none"), 0))
+
+    return TmaPiece(piece, w, scale, src_dims, dst_dims, tuple(tile),
+                    spec(ld, "src", piece.get("src_offset_bytes", 0)),
+                    spec(sd, "dst", piece.get("dst_offset_bytes", 0)),
+                    SWIZZLE_BYTES.get(ld.get("swizzle", "none"), 0), SWIZZLE_BYTES.get(sd.get("swizzle", "none"), 0))
+
+
+def coords(t: TmaPiece, dims: tuple[int, ...]) -> str:
+    """Box coordinates (outermost first) of the tile indices t0.. for a descriptor walking `dims`."""
+    out = []
+    for j in reversed(range(len(dims))):
+        k = dims[j]
+        step = t.tile[k] * (t.scale if j == 0 else 1)
+        out.append(f"t{k} * {step}")
+    return "[" + ", ".join(out) + "]"
+
+
+def tile_lines(t: TmaPiece, var: str, indent: str) -> list[str]:
+    return decompose(var, [(f"t{k}", n) for k, n in enumerate(t.counts)], indent)
+
+
+def tma_tl_kernel(name: str, t: TmaPiece) -> str:
+    """Source of the one-box-per-program descriptor kernel (runs in the interpreter too)."""
+    lines = [f"@triton.jit\ndef {name}(load_desc, store_desc):", program_id(32)]
+    lines += tile_lines(t, "pid", "    ")
+    lines.append(f"    x = load_desc.load({coords(t, t.src_dims)})")
+    perm = t.perm()
+    if perm:
+        lines.append(f"    x = tl.permute(x, {perm})")
+    lines.append(f"    store_desc.store({coords(t, t.dst_dims)}, x)")
+    return "\n".join(lines) + "\n"
+
+
+def emit_tma_tl(pieces: list[tuple[int, dict]]) -> tuple[list[str], list[Launch], dict[str, DescriptorSpec]]:
+    """One descriptor kernel per TMA piece."""
+    texts, launches, descs = [], [], {}
+    for i, raw in pieces:
+        t = tma_piece(raw, f"pieces[{i}]")
+        texts.append(tma_tl_kernel(f"tma_copy_{i}", t))
+        descs[f"load{i}"], descs[f"store{i}"] = t.load, t.store
+        launches.append(Launch(f"tma_copy_{i}", t.tiles, raw.get("num_warps", 4),
+                               (f"desc:load{i}", f"desc:store{i}")))
+    return texts, launches, descs

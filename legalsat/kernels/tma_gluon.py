@@ -1,0 +1,120 @@
+"""`tma` on sm90 in Gluon: the plan's protocol, explicitly.
+
+A persistent kernel (one program per SM slot, walking tiles pid, pid + nprog, ...) keeps
+`stages` boxes in flight: each stage is a shared buffer in the descriptor's NVMMA layout
+(the plan's swizzle) and an mbarrier armed with expect-tx of the plan's box bytes. A
+straight copy stores a landed box straight from its stage with a TMA store; a transposing
+copy loads the stage into registers (16-byte vectors along the source's contiguous dim),
+permutes them, writes the destination box into one of the protocol's store buffers, fences the generic writes for the async proxy, and TMA-stores it. Before a
+stage (or store buffer) is refilled, the TMA store that read it is waited for with
+`store_wait` (the WAR edge of the protocol).
+
+Gluon does not run in the interpreter: its tl twin is `legalsat.kernels.tma`; this one is
+compiled for sm90 in CI and run on the GPU machine.
+"""
+
+from __future__ import annotations
+
+from legalsat.kernels.source import Launch, blocked_layout
+from legalsat.kernels.tma import TmaPiece, coords, tile_lines, tma_piece
+from legalsat.kernels.words import plan_error
+
+SMEM_PER_SM = 232448
+
+
+def _expect_bytes(raw: dict, field: str) -> int | None:
+    """The expect-tx byte count the plan's protocol arms a stage with (None: no protocol)."""
+    proto = ((raw.get("async") or {}).get("protocol") or {})
+    counts = set()
+    for op in _walk(proto):
+        if op.get("op") in ("expect_tx", "arrive_expect_tx") and "bytes" in op:
+            counts.add(op["bytes"])
+    if len(counts) > 1:
+        raise plan_error(f"{field}.async.protocol", f"the protocol arms stages with different byte counts "
+                         f"{sorted(counts)}", "send the plan as the planner returned it")
+    return counts.pop() if counts else None
+
+
+def _walk(x):
+    if isinstance(x, dict):
+        yield x
+        for v in x.values():
+            yield from _walk(v)
+    elif isinstance(x, list):
+        for v in x:
+            yield from _walk(v)
+
+
+def _buffers(raw: dict) -> dict[str, int]:
+    """Buffer name -> count of the plan's protocol (in0: the stages; out: store buffers)."""
+    proto = ((raw.get("async") or {}).get("protocol") or {})
+    return {b["name"]: b["count"] for b in proto.get("buffers", []) if "name" in b and "count" in b}
+
+
+def gluon_kernel(name: str, t: TmaPiece, stages: int, num_warps: int, out_buffers: int = 1) -> str:
+    """Source of the persistent pipelined TMA copy of one piece."""
+    perm = t.perm()
+    box_bytes = t.box_bytes()
+    ind2, ind3 = "        ", "            "
+    lines = [f"@gluon.jit\ndef {name}(load_desc, store_desc):",
+             f"    STAGES: gl.constexpr = {stages}",
+             f"    stage = gl.allocate_shared_memory(load_desc.dtype, [STAGES] + {list(t.load.block)}, load_desc.layout)",
+             "    bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())"]
+    if perm:
+        lines.append(f"    outb = gl.allocate_shared_memory(store_desc.dtype, [{out_buffers}] + {list(t.store.block)}, "
+                     "store_desc.layout)")
+    lines += ["    for b0 in gl.static_range(STAGES):", "        mbarrier.init(bars.index(b0), count=1)",
+              "    pid = gl.program_id(0)", "    nprog = gl.num_programs(0)",
+              f"    mine = ({t.tiles} - pid + nprog - 1) // nprog",
+              "    for p0 in gl.static_range(STAGES - 1):", "        if p0 < mine:"]
+    lines += tile_lines(t, "pid + p0 * nprog", ind3)
+    lines += [f"{ind3}mbarrier.expect(bars.index(p0), {box_bytes})",
+              f"{ind3}tma.async_copy_global_to_shared(load_desc, {coords(t, t.src_dims)}, bars.index(p0), stage.index(p0))",
+              "    for i in range(mine):", "        s = i % STAGES",
+              "        mbarrier.wait(bars.index(s), (i // STAGES) & 1)"]
+    lines += tile_lines(t, "pid + i * nprog", ind2)
+    dst = coords(t, t.dst_dims)
+    if perm:
+        lines += [f"{ind2}x = gl.permute(stage.index(s).load("
+                  f"{blocked_layout(list(t.load.block), t.word, num_warps)}), {list(perm)})",
+                  f"{ind2}tma.store_wait({out_buffers - 1})",  # the store that last read this buffer is done
+                  f"{ind2}gl.thread_barrier()",  # ... for every warp: only the issuing thread waited
+                  f"{ind2}outb.index(i % {out_buffers}).store(x)", f"{ind2}fence_async_shared()",
+                  f"{ind2}tma.async_copy_shared_to_global(store_desc, {dst}, outb.index(i % {out_buffers}))",
+                  f"{ind2}gl.thread_barrier()"]  # every warp has read stage s before it refills
+    else:
+        lines += [f"{ind2}tma.async_copy_shared_to_global(store_desc, {dst}, stage.index(s))",
+                  f"{ind2}tma.store_wait(1)",  # the store from the stage refilled next is done
+                  f"{ind2}gl.thread_barrier()"]  # ... as every warp sees it
+    lines += [f"{ind2}j = i + STAGES - 1", f"{ind2}if j < mine:", f"{ind3}sj = j % STAGES"]
+    lines += tile_lines(t, "pid + j * nprog", ind3)
+    lines += [f"{ind3}mbarrier.expect(bars.index(sj), {box_bytes})",
+              f"{ind3}tma.async_copy_global_to_shared(load_desc, {coords(t, t.src_dims)}, bars.index(sj), stage.index(sj))",
+              "    tma.store_wait(0)", "    for b1 in gl.static_range(STAGES):",
+              "        mbarrier.invalidate(bars.index(b1))"]
+    return "\n".join(lines) + "\n"
+
+
+def emit_tma_gluon(pieces: list[tuple[int, dict]]) -> tuple[list[str], list[Launch], dict]:
+    """One persistent Gluon kernel per TMA piece, with the plan's stages and expect-tx bytes."""
+    texts, launches, descs = [], [], {}
+    for i, raw in pieces:
+        field = f"pieces[{i}]"
+        t = tma_piece(raw, field)
+        want = _expect_bytes(raw, field)
+        if want is not None and want != t.box_bytes():
+            raise plan_error(f"{field}.async.protocol", f"the protocol expects {want} bytes per stage but "
+                             f"the load box holds {t.box_bytes()}", "send the plan as the planner returned it")
+        bufs = _buffers(raw)
+        stages = bufs.get("in0") or raw.get("num_stages") or (raw.get("smem") or {}).get("stages") or 2
+        outs = max(1, bufs.get("out", 1))
+        smem = (stages + (outs if t.perm() else 0)) * t.box_bytes() + 64 * stages
+        if smem > SMEM_PER_SM:
+            raise plan_error(f"{field}.num_stages", f"{stages} stages of {t.box_bytes()} bytes need {smem} bytes "
+                             "of shared memory", "lower options.smem_bytes and plan again")
+        num_warps = raw.get("num_warps", 4)
+        texts.append(gluon_kernel(f"tma_gluon_{i}", t, stages, num_warps, outs))
+        descs[f"load{i}"], descs[f"store{i}"] = t.load, t.store
+        launches.append(Launch(f"tma_gluon_{i}", "persistent", num_warps, (f"desc:load{i}", f"desc:store{i}"),
+                               tiles=t.tiles, blocks_per_sm=max(1, min(4, SMEM_PER_SM // (smem + 1024)))))
+    return texts, launches, descs

@@ -1,0 +1,114 @@
+"""Plan pieces in machine words: what every emitter indexes.
+
+A plan piece moves `element_bytes`-byte elements (1 to 16 bytes: the planner widens
+contiguous runs into wider words). Kernels move integer words of `word` = min(element_bytes,
+8) bytes, so a copy is bit-exact whatever the dtype (no float canonicalization, NaNs kept);
+a 16-byte element is two 8-byte words, an extra innermost dim of 2 contiguous on both sides.
+
+Pure Python: emitting a kernel's source needs neither torch nor triton.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from legalsat.errors import ErrorDetail, InputError
+
+WORD_BYTES = (1, 2, 4, 8)
+INT32_LIMIT = (1 << 31) - 1
+
+
+def plan_error(field: str, message: str, fix: str) -> InputError:
+    """An error about the plan handed to the Triton client (field: its JSON path)."""
+    return InputError([ErrorDetail("invalid_plan", message, fix, field)])
+
+
+@dataclass(frozen=True)
+class WordDim:
+    """One dim of a piece in words: extent, src stride, dst stride (strides in words)."""
+
+    extent: int
+    src: int
+    dst: int
+
+
+@dataclass(frozen=True)
+class WordPiece:
+    """A plan piece in words. `dims` outermost first as the plan gives them, lane dim (if
+    any) last; `tile` per dim (1 where the strategy does not tile it); offsets in words."""
+
+    word: int
+    lanes: int
+    dims: tuple[WordDim, ...]
+    tile: tuple[int, ...]
+    src_offset: int
+    dst_offset: int
+
+    @property
+    def elems(self) -> int:
+        return prod(d.extent for d in self.dims)
+
+    def coalesced(self) -> WordPiece:
+        """The same element map with unit dims dropped and dims that continue each other on
+        both sides merged (for flat traversals, whose tiles are not per dim)."""
+        dims = sorted((d for d in self.dims if d.extent > 1), key=lambda d: (d.dst, d.src))
+        out: list[WordDim] = []
+        for d in dims:  # innermost first
+            if out and d.src == out[-1].src * out[-1].extent and d.dst == out[-1].dst * out[-1].extent:
+                out[-1] = WordDim(out[-1].extent * d.extent, out[-1].src, out[-1].dst)
+            else:
+                out.append(d)
+        out.reverse()
+        return WordPiece(self.word, self.lanes, tuple(out), (1,) * len(out), self.src_offset, self.dst_offset)
+
+    def span(self, side: str) -> int:
+        """Words from the piece's first to one past its last word on `side` (src|dst)."""
+        if not self.dims:
+            return 1
+        return 1 + sum((d.extent - 1) * (d.src if side == "src" else d.dst) for d in self.dims)
+
+    def index_bits(self) -> int:
+        """32 when every offset the piece forms fits int32, else 64."""
+        hi = max(self.src_offset + self.span("src"), self.dst_offset + self.span("dst"), self.elems)
+        return 32 if hi <= INT32_LIMIT else 64
+
+
+def word_bytes(element_bytes: int) -> int:
+    """The word a kernel moves for elements of `element_bytes` (a power of two, 1..16)."""
+    return min(element_bytes, 8)
+
+
+def word_piece(piece: dict, field: str) -> WordPiece:
+    """A plan piece (the JSON dict) in words; raises InputError naming the bad field."""
+    eb = piece.get("element_bytes")
+    if eb not in (1, 2, 4, 8, 16):
+        raise plan_error(f"{field}.element_bytes", f"{field}.element_bytes is {eb!r}; plans move "
+                         "1, 2, 4, 8 or 16-byte elements", "send the plan as the planner returned it")
+    w = word_bytes(eb)
+    lanes = eb // w
+    raw = piece.get("dims") or []
+    dims = [WordDim(d["extent"], d["src_stride"] * lanes, d["dst_stride"] * lanes) for d in raw]
+    tile = list(piece.get("tile") or [])
+    if len(tile) != len(dims):
+        tile = [1] * len(dims)  # direct pieces tile the flat traversal, not the dims
+    if lanes > 1:
+        dims.append(WordDim(lanes, 1, 1))
+        tile.append(lanes)
+    for name in ("src_offset_bytes", "dst_offset_bytes"):
+        if piece.get(name, 0) % w:
+            raise plan_error(f"{field}.{name}", f"{field}.{name} is not a multiple of the "
+                             f"{w}-byte word", "send the plan as the planner returned it")
+    return WordPiece(w, lanes, tuple(dims), tuple(tile), piece.get("src_offset_bytes", 0) // w,
+                     piece.get("dst_offset_bytes", 0) // w)
+
+
+def transposed_dims(p: WordPiece) -> tuple[int, int] | None:
+    """(a, b): the dim contiguous in src only and the dim contiguous in dst only, or None."""
+    a = next((k for k, d in enumerate(p.dims) if d.extent > 1 and d.src == 1 and d.dst != 1), None)
+    b = next((k for k, d in enumerate(p.dims) if d.extent > 1 and d.dst == 1 and d.src != 1), None)
+    return (a, b) if a is not None and b is not None else None
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)

@@ -1,0 +1,16 @@
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def staged_copy_0_k0(src, dst):
+    pid = tl.program_id(0)
+    t1 = 0
+    t0 = pid
+    a0 = t0 * 64 + tl.arange(0, 64)
+    a1 = t1 * 128 + tl.arange(0, 128)
+    so = a0[:, None] * 72 + a1[None, :]
+    do = a0[:, None] + a1[None, :] * 40
+    mask = (a0[:, None] < 40) & (a1[None, :] < 72)
+    x = tl.load(src + so, mask=mask)
+    tl.store(dst + do, x, mask=mask)

@@ -1,0 +1,61 @@
+"""The recorded H100 run (benchmarks/kernel_results.json), replayed without a GPU: every kernel
+was bit-exact, and the planner as it is now (with the shipped calibration) still picks, for
+every workload, a kernel within 5% of the fastest measured candidate."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from legalsat.analyses.targets.base import CostFacts
+from legalsat.analyses.targets.calibration import cost_document, cost_path, load_cost
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = json.loads((ROOT / "benchmarks" / "kernel_results.json").read_text())
+PLANS = json.loads((ROOT / "benchmarks" / "kernel_plans.json").read_text())
+
+
+def test_every_recorded_kernel_was_exact():
+    cands = [c for w in RESULTS["workloads"] + RESULTS["cases"] for c in w["candidates"]]
+    assert cands and all(c["exact"] for c in cands)
+    strategies = {c["strategy"] for w in RESULTS["workloads"] for c in w["candidates"] if c.get("ms")}
+    assert strategies == {"direct", "tma", "staged_smem", "shuffle", "inspector_executor"}
+
+
+def test_shipped_calibration_is_loaded():
+    from legalsat.analyses.targets.sm90 import SM90
+
+    assert cost_path("sm90").exists()
+    assert SM90.cost.source.startswith("calibrated on")
+    assert SM90.cost.copy_bandwidth_gbps == round(RESULTS["copy_gbps"])
+
+
+def test_cost_file_round_trip(tmp_path, monkeypatch):
+    import legalsat.analyses.targets.calibration as cal
+
+    facts = replace(CostFacts(source="x"), tma=777, by_width=((1, 11), (16, 999)))
+    monkeypatch.setattr(cal, "HERE", tmp_path)
+    cal.cost_path("t").write_text(json.dumps(cost_document(facts, {"by": "test"})))
+    assert load_cost("t", CostFacts(source="analytic")) == facts
+    assert load_cost("missing", CostFacts(source="analytic")).source == "analytic"
+
+
+@pytest.mark.parametrize("name", [w["name"] for w in RESULTS["workloads"]])
+def test_planners_first_plan_is_within_5_percent(name):
+    from legalsat.kernels import default_variant
+    from legalsat.pipeline import optimize
+
+    w = next(w for w in RESULTS["workloads"] if w["name"] == name)
+    plans = PLANS[name]["response"]["plans"]
+    auto = {c["strategy"]: c for c in w["candidates"]
+            if c.get("ms") and c["variant"] == default_variant(plans[c["plan"]], sm90=True)}
+    wl = PLANS[name]["workload"]
+    first = optimize({"request_id": name, "target": "sm90", "op": wl["op"],
+                      "options": {"max_plans": 5, "allow_padding": wl.get("allow_padding", False)}})["plans"][0]
+    measured = auto[first["strategy"]]
+    assert first["term"] == measured["term"], "the planner's plan changed since the GPU run: rerun it"
+    regret = measured["ms"] / min(c["ms"] for c in auto.values())
+    assert regret <= 1.05, f"{name}: {first['strategy']} is {regret:.3f}x the fastest candidate"

@@ -1,0 +1,156 @@
+"""Emission: golden sources for fixed plans, errors that name the plan field or argument,
+the `legalsat emit` command, and the word-level piece algebra."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from legalsat.errors import InputError
+from legalsat.kernels import emit, select_plan
+from legalsat.kernels.words import WordDim, WordPiece, word_piece
+from tests.kernels.conftest import require_client
+
+ROOT = Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "data" / "kernels"
+CASES = json.loads((ROOT / "benchmarks" / "kernel_cases.json").read_text())
+PICKS = [("transpose 40×72 bf16", "staged_smem", "tl"), ("transpose 40×72 bf16", "tma", "tl"),
+         ("transpose 40×72 bf16", "tma", "gluon"), ("AoS→SoA 777×4 bf16", "shuffle", "tl"),
+         ("copy 50×4097 bf16 ragged", "direct", "tl"), ("gather 74 B rows 333 of 999", "direct", "tl"),
+         ("MoE top-2 300×256 bf16 8 experts", "inspector_executor", "tl"),
+         ("paged 40 of 64 pages ×16×8×128 bf16", "inspector_executor", "tl")]
+
+
+def _plan(case: str, strategy: str) -> dict:
+    return next(p for p in CASES[case]["response"]["plans"] if p["strategy"] == strategy)
+
+
+def _slug(*parts: str) -> str:
+    return "_".join("".join(c if c.isalnum() else "-" for c in p) for p in parts)
+
+
+@pytest.mark.parametrize("case,strategy,variant", PICKS, ids=[_slug(*p) for p in PICKS])
+def test_golden_source(case, strategy, variant):
+    """The emitted module of a fixed plan, byte for byte (LEGALSAT_UPDATE_GOLDEN=1 rewrites)."""
+    src = emit(_plan(case, strategy), variant).source
+    path = GOLDEN / f"{_slug(case, strategy, variant)}.py"
+    if os.environ.get("LEGALSAT_UPDATE_GOLDEN") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(src)
+    assert src == path.read_text()
+
+
+def test_gluon_honours_the_plans_protocol():
+    plan = _plan("transpose 40×72 bf16", "tma")
+    src = emit(plan, "gluon").source
+    proto = plan["pieces"][0]["async"]["protocol"]
+    stages = next(b["count"] for b in proto["buffers"] if b["name"] == "in0")
+    expect = {op["bytes"] for r in proto["roles"] for b in r["blocks"] for op in b["ops"] if op["op"] == "expect_tx"}
+    assert f"STAGES: gl.constexpr = {stages}" in src
+    assert all(f"mbarrier.expect(bars.index(p0), {n})" in src for n in expect)
+    assert "fence_async_shared()" in src and "tma.store_wait(0)" in src
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda p: p.update(strategy="teleport"), "strategy"),
+    (lambda p: p.update(pieces=[]), "pieces"),
+    (lambda p: p["pieces"][0].update(element_bytes=3), "pieces[0].element_bytes"),
+    (lambda p: p["pieces"][0]["descriptors"].pop(), "pieces[0].descriptors"),
+])
+def test_bad_plans_name_the_field(mutate, field):
+    plan = json.loads(json.dumps(_plan("transpose 40×72 bf16", "tma")))
+    mutate(plan)
+    with pytest.raises(InputError) as e:
+        emit(plan)
+    assert e.value.headline.field == field and e.value.headline.fix
+
+
+def test_response_without_plans_and_bad_index():
+    with pytest.raises(InputError, match="no plan"):
+        select_plan({"plans": []})
+    with pytest.raises(InputError, match="outside"):
+        select_plan(CASES["transpose 40×72 bf16"]["response"], 9)
+
+
+def test_emit_command(tmp_path):
+    resp = tmp_path / "resp.json"
+    resp.write_text(json.dumps(CASES["transpose 40×72 bf16"]["response"]))
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "emit", str(resp), "--plan", "1",
+                        "--variant", "gluon"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "@gluon.jit" in r.stdout and "# launch tma_gluon_0_k0[persistent" in r.stderr
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"strategy": "direct", "pieces": []}')
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "emit", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2 and "fix:" in r.stderr
+
+
+def test_kernel_arguments_are_checked():
+    require_client()
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    k = build_kernel(CASES["transpose 40×72 bf16"]["response"])
+    src = torch.zeros(40, 72, dtype=torch.bfloat16)
+    with pytest.raises(InputError) as e:
+        k(src, torch.zeros(40, 72, dtype=torch.bfloat16))  # the plan writes a transposed view
+    assert e.value.headline.field == "dst"
+    g = build_kernel(CASES["gather 128 B rows 777 of 1000"]["response"])
+    table = torch.zeros(1000, 64, dtype=torch.bfloat16)
+    out = torch.empty(777, 64, dtype=torch.bfloat16)
+    with pytest.raises(InputError) as e:
+        g(table, torch.full((777,), 1000), out)
+    assert e.value.headline.field == "index" and "outside" in e.value.headline.message
+    with pytest.raises(InputError) as e:
+        g(table, torch.zeros(777, dtype=torch.float32), out)
+    assert e.value.headline.field == "index"
+
+
+def _pairs(p: WordPiece) -> set[tuple[int, int]]:
+    out = {(p.src_offset, p.dst_offset)}
+    for d in p.dims:
+        out = {(s + i * d.src, t + i * d.dst) for s, t in out for i in range(d.extent)}
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=4),
+       st.booleans())
+def test_coalescing_keeps_the_element_map(raw, contiguous):
+    """Merging dims for flat traversal enumerates exactly the same (src, dst) word pairs."""
+    dims, stride = [], 1
+    for n, s, d in reversed(raw):
+        dims.insert(0, WordDim(n, stride if contiguous else stride * (s + 1), stride * (d + 1)))
+        stride *= n
+    p = WordPiece(2, 1, tuple(dims), (1,) * len(dims), 3, 5)
+    q = p.coalesced()
+    assert _pairs(q) == _pairs(p) and q.elems == p.elems
+
+
+def test_sixteen_byte_elements_become_word_pairs():
+    p = word_piece({"element_bytes": 16, "dims": [{"extent": 8, "src_stride": 1, "dst_stride": 1}],
+                    "tile": [8], "src_offset_bytes": 32, "dst_offset_bytes": 0}, "pieces[0]")
+    assert p.word == 8 and p.dims[-1] == WordDim(2, 1, 1) and p.dims[0] == WordDim(8, 2, 2) and p.src_offset == 4
+
+
+def test_tma_kernel_refuses_a_misaligned_tensor():
+    require_client()
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    plan = _plan("transpose 40×72 bf16", "tma")
+    k = build_kernel(plan, variant="tl")
+    src = torch.zeros(40 * 72 + 1, dtype=torch.bfloat16)[1:].view(40, 72)  # 2 bytes past an aligned start
+    dst = torch.zeros(40 * 72, dtype=torch.bfloat16).as_strided((40, 72), (1, 40))
+    with pytest.raises(InputError) as e:
+        k(src, dst)
+    assert e.value.headline.field == "src" and "16-byte" in e.value.headline.message

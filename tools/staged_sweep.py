@@ -1,0 +1,76 @@
+"""Tile shapes and warps of the staged transpose, measured on the GPU (the data behind the
+field solver's staged-tile rule in legalsat.extract.solve).
+
+    python tools/staged_sweep.py [NAME ...]   # on the GPU machine; writes $OUT/staged_sweep.json
+
+For every transposing workload of benchmarks/kernel_plans.json, the staged plan's kernel is
+re-emitted with each tile (dst-contiguous x src-contiguous extent) and warp count, checked
+bit-exact against PyTorch and timed (median).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def main() -> None:
+    import torch
+    from triton.testing import do_bench
+
+    from legalsat.clients.torch_reference import make_inputs, poison, reference, same_bits
+    from legalsat.clients.triton import build_kernel
+
+    plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
+    dev = torch.device("cuda")
+    rows = []
+    for name, entry in plans.items():
+        resp = entry["response"]
+        staged = [i for i, p in enumerate(resp["plans"]) if p["strategy"] == "staged_smem"]
+        if not staged or (sys.argv[1:] and not any(a in name for a in sys.argv[1:])):
+            continue
+        base = resp["plans"][staged[0]]
+        gen = torch.Generator(device=dev).manual_seed(5)
+        inp = make_inputs(resp, entry["workload"], dev, gen)
+        want = reference(inp)
+        piece = base["pieces"][0]
+        dims = piece["dims"]
+        a = next(k for k, d in enumerate(dims) if d["src_stride"] == 1 and d["dst_stride"] != 1)
+        b = next(k for k, d in enumerate(dims) if d["dst_stride"] == 1 and d["src_stride"] != 1)
+        eb = piece["element_bytes"]
+        for ta in (16, 32, 64, 128, 256):
+            for tb in (16, 32, 64, 128, 256):
+                if not 4096 <= ta * tb * eb <= 65536:
+                    continue
+                for warps in (4, 8, 16):
+                    p = copy.deepcopy(base)
+                    tile = [1] * len(dims)
+                    tile[a], tile[b] = ta, tb
+                    p["pieces"][0]["tile"], p["pieces"][0]["num_warps"] = tile, warps
+                    k = build_kernel(p, variant="tl")
+                    poison(inp)
+                    ok = same_bits(inp.call(k), want)
+                    ms = do_bench(lambda k=k, inp=inp: inp.call(k, check=False), return_mode="median") if ok else None
+                    rows.append({"workload": name, "eb": eb, "tile_src": ta, "tile_dst": tb, "warps": warps,
+                                 "exact": ok, "ms": ms, "bytes": inp.moved_bytes})
+                    print(f"{name:40s} src {ta:4d} dst {tb:4d} w{warps} {ok} "
+                          f"{inp.moved_bytes / ms / 1e6 if ms else 0:7.0f} GB/s", flush=True)
+        del inp, want
+        torch.cuda.empty_cache()
+    out = Path(os.environ.get("OUT", "."))
+    (out / "staged_sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+    best = {}
+    for r in rows:
+        if r["ms"] and (r["workload"] not in best or r["ms"] < best[r["workload"]]["ms"]):
+            best[r["workload"]] = r
+    for w, r in best.items():
+        print(f"best {w:40s} src {r['tile_src']} dst {r['tile_dst']} w{r['warps']} {r['bytes'] / r['ms'] / 1e6:.0f} GB/s")
+
+
+if __name__ == "__main__":
+    main()
