@@ -20,7 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-PARAMS = ("w1", "w2", "w4", "w8", "w16", "tma", "tma_transpose", "staged", "shuffle", "inspector", "scatter",
+PARAMS = ("w1", "w2", "w4", "w8", "w16", "tma", "tma_transpose", "staged", "shuffle", "shuffle_gather",
+          "inspector", "scatter",
           "row_overhead_bytes", "sort_bytes_per_slot", "way_penalty")
 BOUNDS = {"row_overhead_bytes": (0, 4096), "sort_bytes_per_slot": (8, 65536), "way_penalty": (0, 2000)}
 STEP = 1.25
@@ -192,10 +193,14 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
     lines = ["## Kernels on the GPU (every plan strategy, against PyTorch and the copy limit)", "",
              f"One run of `benchmarks/bench_kernels.py run` on {env['gpu']} ({env['sms']} SMs), driver "
              f"{env['driver']}, CUDA {env['cuda']}, torch {env['torch']}, triton {env['triton']}, Python "
-             f"{env['python']}. Device-to-device copy in the same run: **{bw:.0f} GB/s** (1 GiB, read + write).",
+             f"{env['python']}. Device-to-device copy in the same run: **{bw:.0f} GB/s** (1 GiB, read + write). "
+             f"Times: {results.get('timing', {}).get('method', 'do_bench median')}; largest spread between the "
+             f"runs of one item {results.get('timing', {}).get('max_spread', '–')}x, median "
+             f"{results.get('timing', {}).get('median_spread', '–')}x.",
              "", "GB/s count bytes read + written once; in parentheses the share of the copy bandwidth. Every "
              "kernel's output was poisoned, then compared bit for bit with PyTorch's over the whole "
-             "destination. `tma` shows the Gluon pipeline and the tl descriptor kernel; `build_kernel` runs "
+             "destination. The same-size copy is the faster of `copy_` and legalsat's direct kernel on a "
+             "contiguous copy of as many bytes, in the same run. `tma` shows the Gluon pipeline and the tl descriptor kernel; `build_kernel` runs "
              "Gluon for straight TMA copies and tl for transposing ones (`default_variant`), and regret "
              "uses that one.", "",
              "| workload | PyTorch | direct | tma gluon / tl | staged_smem | shuffle | inspector_executor | best × PyTorch | best ÷ same-size copy | planner's first (regret) |",
@@ -219,8 +224,8 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
         r = after.get(n)
         speedup = f"{t / best:.2f}" if t and best else "–"
         first = f"{r['first']} ({r['regret']:.3f})" if r else "–"
-        c = w.get("copy_same_size_ms")
-        same = f"{c / best:.2f}" if c and best else "–"
+        c = min(w.get("copy_same_size_ms") or 1e9, w.get("copy_same_size_legalsat_ms") or 1e9)
+        same = f"{c / best:.2f}" if c < 1e9 and best else "–"
         lines.append(f"| {n} | {g(t) if t else '–'} | " + " | ".join(cells) + f" | {speedup} | {same} | {first} |")
     inexact = [(w["name"], c["strategy"], c["variant"]) for w in results["workloads"] + results["cases"]
                for c in w["candidates"] if not c.get("exact")]
@@ -242,7 +247,8 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
     lines += [f"| copy bandwidth | {facts.copy_bandwidth_gbps} GB/s |",
               f"| direct, by access width (‰ of copy) | {', '.join(f'{w} B: {e}' for w, e in facts.by_width)} |"]
     lines += [f"| {k} (‰) | {getattr(facts, k)} |"
-              for k in ("tma", "tma_transpose", "staged", "shuffle", "inspector", "scatter", "way_penalty")]
+              for k in ("tma", "tma_transpose", "staged", "shuffle", "shuffle_gather", "inspector", "scatter",
+                        "way_penalty")]
     lines += [f"| {k} | {getattr(facts, k)} |" for k in ("row_overhead_bytes", "sort_bytes_per_slot", "launch_ns")]
     lines += ["", "Fit rounds (rms of log(measured / estimated) over the measured candidates): "
               + "; ".join(f"{r['rms_log_error_before']:.3f} → {r['rms_log_error_after']:.3f} ({r['points']} points)"

@@ -94,6 +94,10 @@ def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) ->
         group = torch.randint(0, ix["groups"], (count,), device=device, generator=gen)
     elif ix.get("unique"):
         index = torch.randperm(bound, device=device, generator=gen)[:count]
+    elif ix.get("distribution") == "warp_local":  # each 32 entries within 32 consecutive rows
+        base = torch.randint(0, max(bound - 31, 1), ((count + 31) // 32,), device=device, generator=gen)
+        off = torch.randint(0, min(32, bound), (count,), device=device, generator=gen)
+        index = (base.repeat_interleave(32)[:count] + off).clamp_(max=bound - 1)
     else:
         index = torch.randint(0, bound, (count,), device=device, generator=gen)
         if ix.get("distribution") in ("sorted", "clustered"):

@@ -86,7 +86,7 @@ def base_program(target: Target) -> str:
     seeds = [f"(set (EffWidth {w}) {e})" for w, e in c.by_width]
     seeds += [f"(set (Eff {k}) {v})" for k, v in
               ((1, c.tma), (2, c.staged), (3, c.shuffle), (4, c.inspector), (5, c.tma_transpose),
-               (100, c.scatter))]
+               (6, c.shuffle_gather), (100, c.scatter))]
     seeds += [f"(set (StagedWays {eb}) {1000 + c.way_penalty * (best_staged_ways(eb, target) - 1)})"
               for eb in (1, 2, 4, 8)]
     rules = STRATEGY_RULES.replace("{L}", str(c.launch_ns * 1000)).replace(

@@ -173,8 +173,8 @@ def solve_transpose_tile(p: Piece, a: int, b: int, max_tile_bytes: int, min_run_
     whole, padded to a power of two).
 
     Measured on the H100 (tools/staged_sweep.py): runs of 256 bytes on both sides and the
-    largest tile win; when destination rows are not 16-byte aligned (stores cannot be
-    vectorized) the longest destination run wins, with 128-byte source runs."""
+    largest tile win; when destination rows are not 16-byte aligned the emitter skews the
+    tile to 32-byte sectors, and 128-byte destination runs with 256-byte source runs win."""
     fp = FieldProblem()
     na, nb = p.dims[a][0], p.dims[b][0]
     ea, eb_ = fp.log2_var("tile_a_log2", 10), fp.log2_var("tile_b_log2", 10)
@@ -192,10 +192,13 @@ def solve_transpose_tile(p: Piece, a: int, b: int, max_tile_bytes: int, min_run_
         fp.require("small_side_whole", small_dim == min(cap_a, cap_b),
                    "the small side must be held whole by a warp", "none needed")
         objective = [ea + eb_]
-    elif unaligned_dst:  # scalar stores: the longest destination run, 128-byte source runs
-        src_run = max(floor_log2(128) - lb, 0)
-        fp.require("run_a", ea >= min(src_run, cap_a), "less than 128 contiguous source bytes", "none needed")
-        objective = [eb_, ea + eb_]
+    elif unaligned_dst:  # sector-skewed stores (legalsat.kernels.staged): 128-byte destination
+        # runs, 256-byte source runs, measured best on the H100
+        fp.require("run_b", eb_ == min(max(floor_log2(128) - lb, 0), cap_b),
+                   "a skewed tile stores 128-byte destination runs", "none needed")
+        fp.require("run_a", ea == min(max(floor_log2(256) - lb, 0), cap_a),
+                   "a skewed tile loads 256-byte source runs", "none needed")
+        objective = [ea + eb_]
     else:  # both sides contiguous for min_run_bytes where the extents allow
         fp.require("run_a", ea >= min(run, cap_a), f"less than {min_run_bytes} contiguous bytes", "none needed")
         fp.require("run_b", eb_ >= min(run, cap_b), f"less than {min_run_bytes} contiguous bytes", "none needed")

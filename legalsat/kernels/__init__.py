@@ -16,7 +16,7 @@ from dataclasses import replace
 from legalsat.errors import InputError
 from legalsat.kernels.direct import emit_direct_copy, emit_direct_gather
 from legalsat.kernels.inspector import emit_inspector_executor
-from legalsat.kernels.shuffle import emit_shuffle, shuffle_shape
+from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
 from legalsat.kernels.source import HEADER_GLUON, HEADER_TL, Emitted
 from legalsat.kernels.staged import emit_staged
 from legalsat.kernels.tma import emit_tma_tl
@@ -107,6 +107,8 @@ def emit(plan: dict, variant: str = "tl") -> Emitted:
             texts, launches, buffers = emit_inspector_executor(pieces, gather, warps, word)
         elif strategy == "direct":
             texts, launches = emit_direct_gather(pieces, gather, warps, word)
+        elif strategy == "shuffle":
+            texts, launches = emit_shuffle_gather(pieces, gather, warps)
         else:
             raise plan_error("strategy", f"{strategy} gathers are not emitted", "use the plan's direct candidate")
         header = HEADER_TL

@@ -1,5 +1,11 @@
-"""`shuffle`: a transpose whose small side fits a warp, exchanged in registers.
+"""`shuffle`: data exchanged in registers: small transposes and window-local row gathers.
 
+Row gathers (warp_local indices): each group of `window_rows` index entries is promised to
+fall within `window_rows` consecutive source rows. The program loads that window densely
+(contiguous rows, full sectors) and picks each entry's row with `tl.gather`; an entry that
+breaks the promise is read directly, so the result is exact whatever the indices.
+
+Transposes:
 Each row of the block is one warp's sub-tile: `sub` destination runs of the source's
 whole small side (at most 512 bytes, one 16-byte vector per lane). The row is loaded
 along the source's contiguous dim, permuted with `tl.gather` along the row (an axis that
@@ -67,4 +73,51 @@ def emit_shuffle(pieces: list[tuple[WordPiece, dict]]) -> tuple[list[str], list[
         text, grid = shuffle_copy_kernel(f"shuffle_copy_{i}", p)
         texts.append(text)
         launches.append(Launch(f"shuffle_copy_{i}", grid, raw.get("num_warps", 4), ("src", "dst")))
+    return texts, launches
+
+
+def shuffle_gather_kernel(name: str, p: WordPiece, rows: int, window: int, count: int, bound: int,
+                          src_stride: int, out_stride: int) -> str:
+    """Source of a window-local row gather: `rows` entries per program in windows of `window`."""
+    from legalsat.kernels.direct import slab_offsets
+
+    lines, slab = slab_offsets(p.coalesced())
+    width = 1 << max(slab - 1, 0).bit_length()
+    emask = f" & (e < {slab})[None, :]" if width != slab else ""
+    src_off = f" + {p.src_offset}" if p.src_offset else ""
+    out = [f"@triton.jit\ndef {name}(src, index, out):", "    pid = tl.program_id(0).to(tl.int64)",
+           f"    e = tl.arange(0, {width})", *lines, f"    r = tl.arange(0, {window})",
+           f"    for w in tl.static_range({max(rows // window, 1)}):",
+           f"        k = pid * {rows} + w * {window} + r",
+           f"        idx = tl.load(index + k, mask=k < {count}, other=0).to(tl.int64)",
+           f"        ok = (k < {count}) & (idx >= 0) & (idx < {bound})",
+           f"        w0 = tl.min(tl.where(ok, idx, {bound}), 0)",
+           f"        w0 = tl.maximum(tl.minimum(w0, {max(bound - window, 0)}), 0)",
+           "        wr = w0 + r",
+           f"        win = tl.load(src + wr[:, None] * {src_stride} + ss[None, :]{src_off}, "
+           f"mask=(wr < {bound})[:, None]{emask})",
+           "        rel = idx - w0",
+           f"        inside = ok & (rel >= 0) & (rel < {window})",
+           f"        g = tl.broadcast_to(tl.where(inside, rel, 0).to(tl.int32)[:, None], ({window}, {width}))",
+           "        x = tl.gather(win, g, axis=0)",
+           f"        far = tl.load(src + idx[:, None] * {src_stride} + ss[None, :]{src_off}, "
+           f"mask=(ok & ~inside)[:, None]{emask})",
+           "        x = tl.where(inside[:, None], x, far)",
+           f"        tl.store(out + k[:, None] * {out_stride} + sd[None, :]" + (f" + {p.dst_offset}" if p.dst_offset else "")
+           + f", x, mask=ok[:, None]{emask})"]
+    return "\n".join(out) + "\n"
+
+
+def emit_shuffle_gather(pieces: list[tuple[WordPiece, dict]], gather: dict, num_warps: int) -> tuple[list[str], list[Launch]]:
+    """One window-gather kernel per slab piece."""
+    texts, launches = [], []
+    window = gather.get("window_rows") or 32
+    rows = max(window, gather["rows_per_program"] // window * window)
+    count = gather["index_count"]
+    for i, (p, _) in enumerate(pieces):
+        name = f"gather_window_{i}"
+        texts.append(shuffle_gather_kernel(name, p, rows, window, count, gather["index_bound"],
+                                           gather["src_index_stride_bytes"] // p.word,
+                                           gather["out_index_stride_bytes"] // p.word))
+        launches.append(Launch(name, cdiv(count, rows), num_warps, ("src", "index", "out")))
     return texts, launches

@@ -8,7 +8,8 @@ estimated time in picoseconds as the node's extraction cost:
 Efficiencies come from the target's cost facts (seeded as `Eff` / `EffWidth` tables) and the
 bank model (`StagedWays eb`: the permille slowdown of the best staged tile's conflicts), so a
 calibration changes numbers, not rules. Codes: 0 direct, 1 tma, 2 staged_smem, 3 shuffle, 4 inspector_executor;
-`Eff 5` is a transposing TMA copy (boxes permuted in registers), `Eff 100` element-wise access.
+`Eff 5` is a transposing TMA copy (boxes permuted in registers), `Eff 6` a window-local row
+gather (shuffle), `Eff 100` element-wise access.
 """
 
 # {L}: launch overhead (ps); {BW}: copy bandwidth (GB/s); {ROW}: row overhead (bytes); {SORT}:
@@ -58,7 +59,7 @@ STRATEGIES = """
 (rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= e (Eff 100)) (= z (SortPs m)))
       ((union (Cand 0 m) (Direct m)) (Has 0 m)
        (set (cost_table_Direct m) (+ (+ {L} z) (/ (* (* c b) 2000000) (* {BW} e))))) :ruleset strategy)
-(rule ((= p (Lower m)) (= m (Gath c 4 s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)) (= e (Eff 3)))
+(rule ((= p (Lower m)) (= m (Gath c 4 s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)) (= e (Eff 6)))
       ((union (Cand 3 m) (Shuffle m)) (Has 3 m)
        (set (cost_table_Shuffle m) (+ {L} (/ (* (* c b) 2000000) (* {BW} (/ (* e ew) 1000))))))
       :ruleset strategy)

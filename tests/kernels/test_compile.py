@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.kernels.conftest import require_client
+from tests.kernels.client import require_client
 
 ROOT = Path(__file__).resolve().parents[2]
 

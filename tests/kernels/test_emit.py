@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from legalsat.errors import InputError
 from legalsat.kernels import emit, select_plan
 from legalsat.kernels.words import WordDim, WordPiece, word_piece
-from tests.kernels.conftest import require_client
+from tests.kernels.client import require_client
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "kernels"
@@ -25,7 +25,9 @@ PICKS = [("transpose 40×72 bf16", "staged_smem", "tl"), ("transpose 40×72 bf16
          ("transpose 40×72 bf16", "tma", "gluon"), ("AoS→SoA 777×4 bf16", "shuffle", "tl"),
          ("copy 50×4097 bf16 ragged", "direct", "tl"), ("gather 74 B rows 333 of 999", "direct", "tl"),
          ("MoE top-2 300×256 bf16 8 experts", "inspector_executor", "tl"),
-         ("paged 40 of 64 pages ×16×8×128 bf16", "inspector_executor", "tl")]
+         ("paged 40 of 64 pages ×16×8×128 bf16", "inspector_executor", "tl"),
+         ("gather warp-local 1000 of 700 fp32 rows", "shuffle", "tl"),
+         ("transpose 601×96 bf16 (unaligned rows)", "staged_smem", "tl")]
 
 
 def _plan(case: str, strategy: str) -> dict:

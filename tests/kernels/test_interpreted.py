@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.kernel_workloads import small_cases
-from tests.kernels.conftest import require_client
+from tests.kernels.client import require_client
 
 CASES = small_cases()
 _RESPONSES: dict[str, dict] = {}
@@ -58,3 +58,23 @@ def test_ragged_copy_uses_core_and_tail_pieces():
     assert core_word == 8 and tail_word < 8  # 16-byte core, the tail in what its bytes allow
     core = em.source.split("def direct_copy_0_k0")[1].split("@triton.jit")[0]
     assert "if pid < " in core and "    x = tl.load(src + so)\n" in core  # full blocks run unmasked
+
+
+def test_window_gather_is_exact_when_indices_break_the_promise():
+    """A warp_local plan promises each 32 entries lie within 32 rows; entries that do not are
+    read directly, so arbitrary indices still give PyTorch's result."""
+    require_client()
+    import torch
+
+    from legalsat.clients.torch_reference import make_inputs, poison, reference, same_bits
+    from legalsat.clients.triton import build_kernel
+
+    w = next(w for w in CASES if "warp-local" in w.name)
+    resp = response(w)
+    shuffle = next(i for i, p in enumerate(resp["plans"]) if p["strategy"] == "shuffle")
+    inp = make_inputs(resp, w.__dict__, "cpu", torch.Generator().manual_seed(11))
+    inp.index = torch.randint(0, 700, (1000,), generator=torch.Generator().manual_seed(12))
+    want = reference(inp)
+    k = build_kernel(resp, plan_index=shuffle)
+    poison(inp)
+    assert same_bits(inp.call(k), want)

@@ -45,7 +45,7 @@ class CostFacts:
     Efficiencies are permille of `copy_bandwidth_gbps` (device-to-device copy, read + write):
     `by_width` for contiguous accesses of that many bytes per lane; `tma`, `staged`,
     `shuffle`, `inspector` for those strategies; `tma_transpose` for a TMA copy whose boxes
-    are permuted in registers; `way_penalty`: permille of time added per extra bank-conflict
+    are permuted in registers; `shuffle_gather` for a window-local row gather; `way_penalty`: permille of time added per extra bank-conflict
     way of the best staged tile; `scatter` for a copy that touches one side
     element by element. `row_overhead_bytes`: a random row costs as if it were this much
     longer (latency and partial sectors). `sort_bytes_per_slot`: what sorting one slot of a
@@ -61,6 +61,7 @@ class CostFacts:
     tma_transpose: int = 900
     staged: int = 930
     shuffle: int = 850
+    shuffle_gather: int = 850
     inspector: int = 900
     scatter: int = 150
     row_overhead_bytes: int = 384
