@@ -73,7 +73,7 @@ def run(out_dir: Path) -> None:
     props = torch.cuda.get_device_properties(dev)
     env = {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
            "python": platform.python_version(), "driver": _driver(), "cuda": torch.version.cuda,
-           "sms": props.multi_processor_count}
+           "sms": props.multi_processor_count, "capability": props.major * 10 + props.minor}
     print(json.dumps(env), flush=True)
     # device-to-device copy bandwidth, measured in this run (1 GiB read + 1 GiB written)
     a = torch.empty(1 << 30, dtype=torch.uint8, device=dev)

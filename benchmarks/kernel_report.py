@@ -73,7 +73,8 @@ def measured(results: dict, plans: dict) -> tuple[dict, dict]:
     (`default_variant`), and -> {variant: ms} for the table."""
     from legalsat.kernels import default_variant
 
-    sm90 = "H100" in results["env"]["gpu"] or "H200" in results["env"]["gpu"]
+    env = results["env"]  # runs recorded before "capability" was kept name their GPU only
+    sm90 = env.get("capability", 90 if ("H100" in env["gpu"] or "H200" in env["gpu"]) else 0) == 90
     chosen, variants = {}, {}
     for w in results["workloads"]:
         for c in w["candidates"]:
@@ -183,6 +184,7 @@ def write_section(path: Path, md: str) -> None:
 
 
 def _request(workload: dict) -> dict:
+    """The optimize request of a recorded workload (as the benchmark planned it)."""
     return {"request_id": workload["name"], "target": "sm90", "op": workload["op"],
             "options": {"max_plans": 5, "allow_padding": workload.get("allow_padding", False)}}
 

@@ -118,9 +118,7 @@ def _build(req: PlanRequest, cand: Candidate, clock: _Clock) -> dict:
         raise Infeasible([{"rule": "proof", "message": f"the plan's element map is not the request's "
                            f"({proof.to_dict()})", "fix": "report this request: it is a planner bug"}])
     bytes_moved = 2 * moved_elements(m) * m.src.esize  # read + write
-    # the extracted cost also holds the tie-break that prefers fewer, wider accesses (each Copy
-    # node costs its element count in ps); the estimate is the strategy's time alone
-    us = max(cand.cost - sum(p.elems for p in form.pieces), 0) / 1e6
+    us = cand.cost / 1e6
     plan = {"strategy": form.strategy, "term": cand.term, "num_warps": 4, "num_stages": 1,
             "vector_bytes": None, "descriptors": [], "smem": None, "async": None, "gather": None,
             "pieces": [], **{k: v for k, v in fields.items() if v is not None},

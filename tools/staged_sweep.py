@@ -25,6 +25,7 @@ def main() -> None:
 
     from legalsat.clients.torch_reference import make_inputs, poison, reference, same_bits
     from legalsat.clients.triton import build_kernel
+    from legalsat.kernels.words import transposed_dims, word_piece
 
     plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
     dev = torch.device("cuda")
@@ -40,8 +41,7 @@ def main() -> None:
         want = reference(inp)
         piece = base["pieces"][0]
         dims = piece["dims"]
-        a = next(k for k, d in enumerate(dims) if d["src_stride"] == 1 and d["dst_stride"] != 1)
-        b = next(k for k, d in enumerate(dims) if d["dst_stride"] == 1 and d["src_stride"] != 1)
+        a, b = transposed_dims(word_piece(piece, "pieces[0]"))
         eb = piece["element_bytes"]
         for ta in (16, 32, 64, 128, 256):
             for tb in (16, 32, 64, 128, 256):

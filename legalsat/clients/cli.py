@@ -215,8 +215,8 @@ def _emit(args: argparse.Namespace) -> int:
     try:
         obj = json.loads(text)
     except ValueError as e:
-        raise InputError([ErrorDetail("invalid_json", f"{args.file} is not JSON: {e}",
-                                      "pass a plan or an optimize response as JSON", None)]) from None
+        raise InputError.single("invalid_json", f"{args.file} is not JSON: {e}",
+                                "pass a plan or an optimize response as JSON") from None
     plan, _ = select_plan(obj, args.plan)
     emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)

@@ -25,16 +25,17 @@ from pathlib import Path
 
 import torch
 
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.errors import InputError
 from legalsat.kernels import default_variant, emit, plan_kind, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
+from legalsat.kernels.words import word_piece
 
 WORD_DTYPE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 INDEX_DTYPES = (torch.int32, torch.int64)
 
 
 def _arg_error(field: str, message: str, fix: str) -> InputError:
-    return InputError([ErrorDetail("invalid_argument", message, fix, field)])
+    return InputError.single("invalid_argument", message, fix, field)
 
 
 def load_module(source: str, name: str = "legalsat_kernel"):
@@ -81,6 +82,12 @@ def _request_views(response_term: str | None) -> dict | None:
     return op_from_sexp(response_term)
 
 
+def _within(t: torch.Tensor, bound: int) -> bool:
+    """0 <= every entry < bound (one pass, one host sync)."""
+    lo, hi = torch.aminmax(t)
+    return int(lo) >= 0 and int(hi) < bound
+
+
 class Kernel:
     """A plan's kernel: call it like the movement (see the module docstring).
 
@@ -94,7 +101,11 @@ class Kernel:
         self.strategy = emitted.strategy
         self.variant = emitted.variant
         self.request_op = request_op
-        self._descs: dict[tuple, object] = {}
+        self._descs: dict[DescriptorSpec, tuple[int, object]] = {}  # spec -> (base pointer, descriptor)
+        # bytes past each side's first element that the plan's pieces reach (checked every call)
+        pieces = [word_piece(p, f"pieces[{i}]") for i, p in enumerate(plan["pieces"])]
+        self._reach = {side: max(((wp.src_offset if side == "src" else wp.dst_offset) + wp.span(side)) * wp.word
+                                 for wp in pieces) for side in ("src", "dst")}
 
     @property
     def source(self) -> str:
@@ -117,19 +128,16 @@ class Kernel:
                                  f"is for shape {view['shape']} strides {view['strides']}",
                                  "pass the view the plan was made for, or plan this view")
             return
-        reach = 0
-        for p in self.plan["pieces"]:
-            off = p.get(f"{side}_offset_bytes", 0)
-            span = sum((d["extent"] - 1) * d[f"{side}_stride"] for d in p["dims"]) + 1
-            reach = max(reach, off + span * p["element_bytes"])
+        reach = self._reach[side]
         have = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
         if reach > have:
             raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name} has {have}",
                              "pass the tensor the plan was made for (after the plan's relayout, if any)")
 
     def _desc(self, spec: DescriptorSpec, base: torch.Tensor):
-        key = (spec, base.data_ptr())
-        if key not in self._descs:
+        """The host descriptor of `spec` over `base`, rebuilt only when the pointer changes."""
+        cached = self._descs.get(spec)
+        if cached is None or cached[0] != base.data_ptr():
             if self.variant == "gluon":
                 from triton.experimental.gluon import language as gl
                 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
@@ -141,9 +149,8 @@ class Kernel:
                 from triton.tools.tensor_descriptor import TensorDescriptor
 
                 d = TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
-            self._descs = {k: v for k, v in self._descs.items() if k[1] == base.data_ptr() or k[0] != spec}
-            self._descs[key] = d
-        return self._descs[key]
+            self._descs[spec] = cached = (base.data_ptr(), d)
+        return cached[1]
 
     def _run(self, named: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         em = self.emitted
@@ -207,14 +214,14 @@ class Kernel:
         if list(out.shape) != list(g["out_shape"]) or not out.is_contiguous():
             raise _arg_error("out", f"out must be contiguous with shape {g['out_shape']}",
                              "allocate out with torch.empty(plan['gather']['out_shape'], ...)")
-        if check_bounds and count and (int(index.min()) < 0 or int(index.max()) >= bound):
+        if check_bounds and count and not _within(index, bound):
             raise _arg_error("index", f"index holds entries outside [0, {bound})", "clamp or filter the indices")
         groups = g.get("groups")
         if groups and group is None:
             raise _arg_error("group", "this plan routes slots to groups (MoE): pass group=, the group of each slot",
                              "call k(src, index, out, group=experts)")
         named = {"src": src, "out": out, "index": index}
-        if groups and check_bounds and (int(group.min()) < 0 or int(group.max()) >= groups):
+        if groups and check_bounds and not _within(group, groups):
             raise _arg_error("group", f"group holds entries outside [0, {groups})", "route slots to 0..groups-1")
         if groups and self.strategy != "inspector_executor":
             # the plan's executor is a plain row gather: order the slots by group first
@@ -251,10 +258,4 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     return Kernel(p, emit(p, variant), op)
 
 
-def emit_source(plan: object, *, variant: str = "tl", plan_index: int = 0) -> str:
-    """The emitted module of a plan, without compiling it."""
-    p, _ = select_plan(plan, plan_index)
-    return emit(p, variant).source
-
-
-__all__ = ["Kernel", "build_kernel", "emit_source", "load_module", "words"]
+__all__ = ["Kernel", "build_kernel", "load_module", "words"]

@@ -71,6 +71,12 @@ def _descriptor(piece: Piece, order: tuple[int, ...], box: tuple[int, ...], side
     return desc.to_fields()
 
 
+def piece_fields(p: Piece) -> dict:
+    """A piece as plans carry it: byte offsets, element bytes, dims (extent, strides in elements)."""
+    return {"src_offset_bytes": p.src_offset, "dst_offset_bytes": p.dst_offset, "element_bytes": p.eb,
+            "dims": [{"extent": n, "src_stride": s, "dst_stride": d} for n, s, d in p.dims]}
+
+
 def _transposed_dims(p: Piece) -> tuple[int, int] | None:
     a = next((k for k, (n, s, d) in enumerate(p.dims) if n > 1 and s == 1 and d != 1), None)
     b = next((k for k, (n, s, d) in enumerate(p.dims) if n > 1 and d == 1 and s != 1), None)
@@ -195,9 +201,7 @@ def build_copy(form: Formulation, m: Copy, smem: int, target: Target) -> tuple[d
             if i == 0:
                 raise
             fields, walk = _direct_piece(p)
-        fields = {"src_offset_bytes": p.src_offset, "dst_offset_bytes": p.dst_offset, "element_bytes": p.eb,
-                  "dims": [{"extent": n, "src_stride": s, "dst_stride": d} for n, s, d in p.dims], **fields}
-        pieces.append(fields)
+        pieces.append({**piece_fields(p), **fields})
         walks.append(walk)
     return pieces, walks
 
@@ -244,11 +248,8 @@ def build_gather(form: Formulation, m: Gather, target: Target) -> tuple[dict, Ca
     fields = {"strategy": form.strategy, "tile": [f.rows], "grid": [_cdiv(m.index.count, f.rows)],
               "num_warps": f.num_warps, "vector_bytes": f.vector_bytes, "gather": gather}
     # the slab one index moves, relative to where the index's slab starts on each side
-    fields["pieces"] = [{"src_offset_bytes": p.src_offset, "dst_offset_bytes": p.dst_offset,
-                         "element_bytes": p.eb, "strategy": form.strategy,
-                         "dims": [{"extent": n, "src_stride": s, "dst_stride": d} for n, s, d in p.dims],
-                         "tile": [f.rows], "grid": fields["grid"], "num_warps": f.num_warps,
-                         "vector_bytes": min(p.eb, 16)} for p in form.pieces]
+    fields["pieces"] = [{**piece_fields(p), "strategy": form.strategy, "tile": [f.rows], "grid": fields["grid"],
+                         "num_warps": f.num_warps, "vector_bytes": min(p.eb, 16)} for p in form.pieces]
     return fields, functools.partial(prove_gather, m.src.shape, m.src.strides, m.axis, m.unit,
                                      m.index.count, m.src.esize, walks)
 

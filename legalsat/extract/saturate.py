@@ -21,6 +21,7 @@ from egglog import bindings
 
 from legalsat.analyses.staged_tile import best_staged_ways
 from legalsat.analyses.targets import Target
+from legalsat.extract.forms import formulation
 from legalsat.rules.analysis import ANALYSIS
 from legalsat.rules.language import CONSUMERS, DISTRIBUTIONS, LANGUAGE, STRATEGIES
 from legalsat.rules.layout import LAYOUT, PADDING
@@ -123,7 +124,8 @@ def _template(target: Target) -> tuple[bindings.EGraph, dict]:
 
 @dataclass(frozen=True)
 class Candidate:
-    """The best term of one strategy: its s-expression and estimated time (ps)."""
+    """The best term of one strategy: its s-expression and estimated time (ps, the
+    strategy's cost alone)."""
 
     strategy: str
     term: str
@@ -149,7 +151,11 @@ class Saturation:
             except bindings.EggSmolError:
                 continue  # no plan of this strategy exists for the request
             best = self.egraph.run_program(*self.egraph.parse_program(f"(extract (Cand {code} $root))"))[-1]
-            out.append(Candidate(name, best.termdag.to_string(best.term), int(best.cost)))
+            term = best.termdag.to_string(best.term)
+            # the extracted cost also holds the tie-break that prefers fewer, wider accesses
+            # (each Copy node costs its element count in ps, rule `strategy`): not time
+            tiebreak = sum(p.elems for p in formulation(term).pieces)
+            out.append(Candidate(name, term, max(int(best.cost) - tiebreak, 0)))
         return sorted(out, key=lambda c: c.cost)
 
     snapshot: str  # egraph-serialize JSON of the saturated e-graph (for the viewer)

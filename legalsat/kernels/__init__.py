@@ -11,9 +11,8 @@ tail copied directly) are emitted by that strategy.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from legalsat.errors import InputError
+from legalsat.extract.forms import formulation
 from legalsat.kernels.direct import emit_direct_copy, emit_direct_gather
 from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
@@ -21,20 +20,18 @@ from legalsat.kernels.source import HEADER_GLUON, HEADER_TL, Emitted
 from legalsat.kernels.staged import emit_staged
 from legalsat.kernels.tma import emit_tma_tl
 from legalsat.kernels.tma_gluon import emit_tma_gluon
-from legalsat.kernels.words import plan_error, transposed_dims, word_bytes, word_piece
+from legalsat.kernels.words import plan_error, transposed_dims, word_piece
 
 STRATEGIES = ("direct", "tma", "staged_smem", "shuffle", "inspector_executor")
 VARIANTS = ("tl", "gluon")
 
 
 def plan_kind(plan: dict) -> str:
-    """copy | gather | load_tile, from the plan's own term."""
-    term = plan.get("term") or ""
-    if "(Gath " in term:
-        return "gather"
-    if "(Tile " in term:
-        return "load_tile"
-    return "copy"
+    """copy | gather | load_tile: the movement of the plan's own term."""
+    try:
+        return formulation(plan.get("term") or "").kind
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise plan_error("term", "the plan's term is not a planner term", "send the plan as the planner returned it") from None
 
 
 def select_plan(obj: object, plan_index: int = 0) -> tuple[dict, str | None]:
@@ -89,8 +86,7 @@ def emit(plan: dict, variant: str = "tl") -> Emitted:
         raise plan_error("term", "load_tile plans stage a tile for a consumer kernel (wgmma, rows, cols); "
                          "they are fused into it, not run alone", "use the plan's descriptors and smem fields "
                          "in the consumer's own kernel")
-    word = word_bytes(raw_pieces[0]["element_bytes"])
-    pieces = [(word_piece(p, f"pieces[{i}]"), p) for i, p in enumerate(raw_pieces)]
+    pieces = [(i, word_piece(p, f"pieces[{i}]"), p) for i, p in enumerate(raw_pieces)]
     texts: list[str] = []
     launches: list = []
     descs: dict = {}
@@ -104,9 +100,9 @@ def emit(plan: dict, variant: str = "tl") -> Emitted:
                                  "plan the request with legalsat >= planner/2")
         warps = plan.get("num_warps", 4)
         if strategy == "inspector_executor":
-            texts, launches, buffers = emit_inspector_executor(pieces, gather, warps, word)
+            texts, launches, buffers = emit_inspector_executor(pieces, gather, warps)
         elif strategy == "direct":
-            texts, launches = emit_direct_gather(pieces, gather, warps, word)
+            texts, launches = emit_direct_gather(pieces, gather, warps)
         elif strategy == "shuffle":
             texts, launches = emit_shuffle_gather(pieces, gather, warps)
         else:
@@ -115,7 +111,7 @@ def emit(plan: dict, variant: str = "tl") -> Emitted:
         variant = "tl"
     else:
         by_strategy: dict[str, list] = {}
-        for i, (wp, raw) in enumerate(pieces):
+        for i, wp, raw in pieces:
             s = raw.get("strategy", strategy)
             if s == "shuffle" and shuffle_shape(wp) is None:
                 s = "staged_smem" if transposed_dims(wp) else "direct"
@@ -123,12 +119,13 @@ def emit(plan: dict, variant: str = "tl") -> Emitted:
             by_strategy.setdefault(s, []).append((i, wp, raw))
         header = HEADER_TL
         for s, group in by_strategy.items():
+            # kernels are named by strategy and plan piece index: unique within a plan
             if s == "direct":
-                t, ls = emit_direct_copy([(wp, raw) for _, wp, raw in group])
+                t, ls = emit_direct_copy(group)
             elif s == "staged_smem":
-                t, ls = emit_staged([(wp, raw) for _, wp, raw in group])
+                t, ls = emit_staged(group)
             elif s == "shuffle":
-                t, ls = emit_shuffle([(wp, raw) for _, wp, raw in group])
+                t, ls = emit_shuffle(group)
             elif s == "tma" and variant == "gluon":
                 t, ls, d = emit_tma_gluon([(i, raw) for i, _, raw in group])
                 descs.update(d)
@@ -138,21 +135,10 @@ def emit(plan: dict, variant: str = "tl") -> Emitted:
                 descs.update(d)
             else:
                 raise plan_error("pieces[].strategy", f"a copy piece says {s!r}", "send the plan as returned")
-            words = [wp.word for _, wp, _ in group]
-            texts += _renamed(t, ls, len(launches))
-            launches += [replace(x, kernel=f"{x.kernel}_k{len(launches) + k}", word=words[k])
-                         for k, x in enumerate(ls)]
+            texts += t
+            launches += ls
         if variant == "gluon" and header != HEADER_GLUON:
             variant = "tl"  # nothing in this plan has a Gluon form
-    launches = [x if x.word else replace(x, word=word) for x in launches]
     return Emitted(strategy, variant, header + "\n\n" + "\n\n".join(texts), tuple(launches),
                    descs, buffers, tuple(notes))
-
-
-def _renamed(texts: list[str], launches: list, base: int) -> list[str]:
-    """Kernel names stay unique when two strategies each number their pieces from 0."""
-    out = []
-    for k, (t, ln) in enumerate(zip(texts, launches)):
-        out.append(t.replace(f"def {ln.kernel}(", f"def {ln.kernel}_k{base + k}(", 1))
-    return out
 

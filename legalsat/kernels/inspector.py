@@ -124,8 +124,8 @@ def inspect_group_scatter(group, index, block_start, order, sorted_index):
     return src, launches, buffers
 
 
-def emit_inspector_executor(pieces: list[tuple[WordPiece, dict]], gather: dict, num_warps: int,
-                            word: int) -> tuple[list[str], list[Launch], dict]:
+def emit_inspector_executor(pieces: list[tuple[int, WordPiece, dict]], gather: dict,
+                            num_warps: int) -> tuple[list[str], list[Launch], dict]:
     """Inspector passes, then one executor kernel per slab piece."""
     count, bound = gather["index_count"], gather["index_bound"]
     groups = gather.get("groups")
@@ -136,7 +136,7 @@ def emit_inspector_executor(pieces: list[tuple[WordPiece, dict]], gather: dict, 
         text, launches, buffers = bucket_inspector(count, bound, buckets)
     texts = [text]
     rows = (gather.get("executor") or {}).get("tile_rows") or gather["rows_per_program"]
-    for i, (p, _) in enumerate(pieces):
+    for i, p, _ in pieces:
         name = f"execute_rows_{i}"
         # plain gathers: entries in bucket order, each written to its own output row;
         # grouped: the output itself is in group order
@@ -144,5 +144,5 @@ def emit_inspector_executor(pieces: list[tuple[WordPiece, dict]], gather: dict, 
                                         gather["out_index_stride_bytes"] // p.word,
                                         positions=None if groups else "sorted_pos"))
         args = ("src", "buf:sorted_index", "out") if groups else ("src", "buf:sorted_index", "buf:sorted_pos", "out")
-        launches.append(Launch(name, cdiv(count, rows), num_warps, args))
+        launches.append(Launch(name, cdiv(count, rows), num_warps, args, word=p.word))
     return texts, launches, buffers

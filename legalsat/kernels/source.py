@@ -44,7 +44,8 @@ class Launch:
     tiles: int = 0  # tiles a persistent launch walks
     blocks_per_sm: int = 1
     zero: tuple[str, ...] = ()  # scratch buffers cleared before this launch
-    word: int = 0  # bytes per word of its src/dst/out views (pieces of one plan may differ)
+    word: int = 0  # bytes per word of its src/dst/out views (pieces of one plan may differ;
+    # 0: the launch takes none, e.g. an inspector pass over the indices)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ store scalar and leave partly written 32-byte sectors at both ends of every row 
 segment starts on its own 32-byte sector, the tile loads one sector's worth of extra source
 rows, and `tl.gather` shifts each column by its row's misalignment, so stores are whole
 16-byte vectors filling whole sectors. On the H100 this took the 50257 x 4096 bf16 transpose
-from 0.82 to 0.93 of the copy bandwidth (16-byte alignment alone: 0.84). Programs away from
+from 0.82 to 0.93 of the copy bandwidth (benchmarks/RESULTS.md). Programs away from
 the ends run without boundary masks (a mask that is not constant over a vector would make
 the stores scalar again).
 """
@@ -104,17 +104,17 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     return "\n".join(lines) + "\n", total
 
 
-def emit_staged(pieces: list[tuple[WordPiece, dict]]) -> tuple[list[str], list[Launch]]:
+def emit_staged(pieces: list[tuple[int, WordPiece, dict]]) -> tuple[list[str], list[Launch]]:
     """One tiled kernel per piece (a ragged tail the plan copies directly is not staged:
     its piece says `direct`, and the caller emits it so)."""
     texts, launches = [], []
-    for i, (p, raw) in enumerate(pieces):
+    for i, p, raw in pieces:
         if any(t & (t - 1) for t in p.tile):
             raise plan_error(f"plans[].pieces[{i}].tile", f"tile {list(p.tile)} has an extent that is not "
                              "a power of two", "send the plan as the planner returned it")
         kernel = skewed_copy_kernel if skew_shape(p, p.tile) else staged_copy_kernel
         text, grid = kernel(f"staged_copy_{i}", p, p.tile)
         texts.append(text)
-        launches.append(Launch(f"staged_copy_{i}", grid, raw.get("num_warps", 4), ("src", "dst")))
+        launches.append(Launch(f"staged_copy_{i}", grid, raw.get("num_warps", 4), ("src", "dst"), word=p.word))
     return texts, launches
 

@@ -150,5 +150,5 @@ def emit_tma_tl(pieces: list[tuple[int, dict]]) -> tuple[list[str], list[Launch]
         texts.append(tma_tl_kernel(f"tma_copy_{i}", t))
         descs[f"load{i}"], descs[f"store{i}"] = t.load, t.store
         launches.append(Launch(f"tma_copy_{i}", t.tiles, raw.get("num_warps", 4),
-                               (f"desc:load{i}", f"desc:store{i}")))
+                               (f"desc:load{i}", f"desc:store{i}"), word=t.word))
     return texts, launches, descs

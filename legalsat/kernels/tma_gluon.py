@@ -116,5 +116,6 @@ def emit_tma_gluon(pieces: list[tuple[int, dict]]) -> tuple[list[str], list[Laun
         texts.append(gluon_kernel(f"tma_gluon_{i}", t, stages, num_warps, outs))
         descs[f"load{i}"], descs[f"store{i}"] = t.load, t.store
         launches.append(Launch(f"tma_gluon_{i}", "persistent", num_warps, (f"desc:load{i}", f"desc:store{i}"),
-                               tiles=t.tiles, blocks_per_sm=max(1, min(4, SMEM_PER_SM // (smem + 1024)))))
+                               tiles=t.tiles, blocks_per_sm=max(1, min(4, SMEM_PER_SM // (smem + 1024))),
+                               word=t.word))
     return texts, launches, descs

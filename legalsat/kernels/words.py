@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.errors import InputError
 
 WORD_BYTES = (1, 2, 4, 8)
 INT32_LIMIT = (1 << 31) - 1
@@ -21,7 +21,7 @@ INT32_LIMIT = (1 << 31) - 1
 
 def plan_error(field: str, message: str, fix: str) -> InputError:
     """An error about the plan handed to the Triton client (field: its JSON path)."""
-    return InputError([ErrorDetail("invalid_plan", message, fix, field)])
+    return InputError.single("invalid_plan", message, fix, field)
 
 
 @dataclass(frozen=True)

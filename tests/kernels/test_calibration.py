@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.kernel_report import _request as request_of
 from legalsat.analyses.targets.base import CostFacts
 from legalsat.analyses.targets.calibration import cost_document, cost_path, load_cost
 
@@ -52,9 +53,7 @@ def test_planners_first_plan_is_within_5_percent(name):
     plans = PLANS[name]["response"]["plans"]
     auto = {c["strategy"]: c for c in w["candidates"]
             if c.get("ms") and c["variant"] == default_variant(plans[c["plan"]], sm90=True)}
-    wl = PLANS[name]["workload"]
-    first = optimize({"request_id": name, "target": "sm90", "op": wl["op"],
-                      "options": {"max_plans": 5, "allow_padding": wl.get("allow_padding", False)}})["plans"][0]
+    first = optimize(request_of(PLANS[name]["workload"]))["plans"][0]
     measured = auto[first["strategy"]]
     assert first["term"] == measured["term"], "the planner's plan changed since the GPU run: rerun it"
     regret = measured["ms"] / min(c["ms"] for c in auto.values())

@@ -87,7 +87,7 @@ def test_emit_command(tmp_path):
     r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "emit", str(resp), "--plan", "1",
                         "--variant", "gluon"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert "@gluon.jit" in r.stdout and "# launch tma_gluon_0_k0[persistent" in r.stderr
+    assert "@gluon.jit" in r.stdout and "# launch tma_gluon_0[persistent" in r.stderr
     bad = tmp_path / "bad.json"
     bad.write_text('{"strategy": "direct", "pieces": []}')
     r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "emit", str(bad)], capture_output=True, text=True)

@@ -3,7 +3,7 @@ import triton.language as tl
 
 
 @triton.jit
-def direct_copy_0_k0(src, dst):
+def direct_copy_0(src, dst):
     pid = tl.program_id(0)
     i = pid * 2048 + tl.arange(0, 2048)
     i0 = i
@@ -19,7 +19,7 @@ def direct_copy_0_k0(src, dst):
 
 
 @triton.jit
-def direct_copy_1_k1(src, dst):
+def direct_copy_1(src, dst):
     pid = tl.program_id(0)
     i = pid * 1 + tl.arange(0, 1)
     so = 102424

@@ -6,7 +6,7 @@ from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared,
 
 
 @gluon.jit
-def tma_gluon_0_k0(load_desc, store_desc):
+def tma_gluon_0(load_desc, store_desc):
     STAGES: gl.constexpr = 4
     stage = gl.allocate_shared_memory(load_desc.dtype, [STAGES] + [32, 64], load_desc.layout)
     bars = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())

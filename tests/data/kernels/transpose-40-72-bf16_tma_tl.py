@@ -3,7 +3,7 @@ import triton.language as tl
 
 
 @triton.jit
-def tma_copy_0_k0(load_desc, store_desc):
+def tma_copy_0(load_desc, store_desc):
     pid = tl.program_id(0)
     t1 = pid % 2
     r0 = pid // 2

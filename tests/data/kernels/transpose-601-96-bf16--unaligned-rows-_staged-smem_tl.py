@@ -3,7 +3,7 @@ import triton.language as tl
 
 
 @triton.jit
-def staged_copy_0_k0(src, dst):
+def staged_copy_0(src, dst):
     pid = tl.program_id(0)
     t1 = 0
     t0 = pid
