@@ -82,7 +82,16 @@ def run(out_dir: Path) -> None:
     copy_gbps = 2 * a.numel() / copy_ms / 1e6
     del a, b
     print(f"device copy: {copy_gbps:.0f} GB/s", flush=True)
-    results = {"env": env, "copy_gbps": copy_gbps, "workloads": [], "cases": []}
+    # the copy limit by size: do_bench's per-launch overhead (L2 flush before each run, launch,
+    # ramp and tail) is a fixed time, so smaller copies reach a smaller share of the 1 GiB figure
+    curve = []
+    for mib in (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048):
+        a = torch.empty(mib << 20, dtype=torch.uint8, device=dev)
+        b = torch.empty_like(a)
+        curve.append([2 * a.numel(), timed(lambda a=a, b=b: b.copy_(a))])
+        del a, b
+    torch.cuda.empty_cache()
+    results = {"env": env, "copy_gbps": copy_gbps, "copy_curve": curve, "workloads": [], "cases": []}
 
     def measure(name: str, entry: dict, time_it: bool) -> dict:
         resp, wl = entry["response"], entry["workload"]

@@ -151,8 +151,7 @@ def report(results_path: Path) -> None:
     entries = {name: {"workload_request": _request(e["workload"])} for name, e in plans.items()}
     meas, variants = measured(results, plans)
     analytic = replace(ANALYTIC, copy_bandwidth_gbps=int(round(results["copy_gbps"])))
-    before = regrets(entries, meas, {(n, p["strategy"]): p["cost"]["estimated_us"]
-                                     for n, e in plans.items() for p in e["response"]["plans"]})
+    before = regrets(entries, meas, WhatIf(entries).estimates(analytic))  # the uncalibrated model
     facts, rounds = fit(entries, meas, analytic)
     env = results["env"]
     facts = replace(facts, source=f"calibrated on {env['gpu']} (driver {env['driver']}, triton {env['triton']})")
@@ -257,4 +256,32 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
                           for r in rounds), "",
               "| workload | strategy | measured µs | calibrated estimate µs |", "| --- | --- | --- | --- |"]
     lines += [f"| {w} | {s} | {m:.1f} | {e:.1f} |" for w, s, m, e in resid]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + copy_curve_md(results)) + "\n"
+
+
+def copy_curve_fit(curve: list[list[float]]) -> tuple[float, float]:
+    """Least-squares line time = fixed + bytes / bandwidth over (bytes moved, ms) points:
+    (fixed µs, bandwidth GB/s)."""
+    n = len(curve)
+    xs, ys = [b for b, _ in curve], [ms * 1e3 for _, ms in curve]
+    mx, my = sum(xs) / n, sum(ys) / n
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return my - slope * mx, 1e-3 / slope
+
+
+def copy_curve_md(results: dict) -> list[str]:
+    """The copy limit by size: `copy_` of 4 MiB .. 2 GiB in the same run, and its line fit."""
+    curve = results.get("copy_curve")
+    if not curve:
+        return []
+    bw = results["copy_gbps"]
+    fixed, slope_bw = copy_curve_fit(curve)
+    lines = ["", "### The copy limit by size", "",
+             f"`copy_` of n bytes (read + write 2n), timed like the kernels. A line through the points: "
+             f"**{fixed:.1f} µs + bytes / {slope_bw:.0f} GB/s**. The fixed part (do_bench flushes the L2 before "
+             "every run; then launch, ramp and tail) is paid by every kernel timed this way, so a copy smaller "
+             "than the 1 GiB one reaches a smaller share of that bandwidth, and a kernel moving as many bytes "
+             "is held to the same share.", "",
+             "| bytes moved | GB/s | share of the 1 GiB copy |", "| --- | --- | --- |"]
+    lines += [f"| {b / 1e6:.0f} MB | {b / ms / 1e6:.0f} | {b / ms / 1e6 / bw:.2f} |" for b, ms in curve]
+    return lines

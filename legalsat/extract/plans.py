@@ -32,6 +32,12 @@ from legalsat.terms.descriptor import TmaDescriptor
 from legalsat.terms.movement import Copy, Gather, LoadTile, View
 
 _UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
+TRANSPOSE_SWIZZLE_SPAN = 128  # bytes: the widest TMA swizzle
+
+
+def _swizzle_for(inner_bytes: int) -> str:
+    """The widest swizzle whose span the inner box fills (a box narrower than 32 bytes has none)."""
+    return next((f"{b}B" for b in (128, 64, 32) if inner_bytes >= b), "none")
 PLACEHOLDER_BASE = 1 << 40
 
 
@@ -113,28 +119,37 @@ def _tma_piece(p: Piece, smem: int, target: Target) -> tuple[dict, Walk]:
         raise Infeasible([{"rule": "rank", "message": f"the formulation has {len(src_order)} dims; "
                            f"TMA takes at most {target.tma.max_rank}",
                            "fix": "make more dims contiguous so they coalesce"}])
-    f = solve_tma_box(p, src_order, smem, min(p.eb, 8), dst_inner=1 if tr else None)
+    # A transpose permutes the landed box in registers and writes the store box back to
+    # shared memory across its rows; unswizzled, those accesses are bank-conflicted (on the
+    # H100 the bf16 transposes with 512-byte unswizzled boxes ran at 0.24-0.31 of copy, at
+    # 0.79-0.94 capped and swizzled: benchmarks/RESULTS.md), so when both
+    # transposed dims are long enough, both boxes are capped at the swizzle span and both
+    # descriptors swizzle. A short source row (AoS -> SoA) keeps its long destination rows.
+    cap = None
+    if tr and min(p.dims[k][0] for k in tr) * p.eb >= TRANSPOSE_SWIZZLE_SPAN:
+        cap = TRANSPOSE_SWIZZLE_SPAN
+    f = solve_tma_box(p, src_order, smem, min(p.eb, 8), inner_cap_bytes=cap, dst_inner=1 if tr else None)
     box_of = dict(zip(src_order, f.box))
     scale = p.eb // min(p.eb, 8)
     elem_box = {k: (v // scale if k == src_order[0] else v) for k, v in box_of.items()}
-    swizzle, ways = "none", (1.0, 1.0)
-    if tr:
-        lays = staged_layouts(min(p.eb, 8), target, rows=max(elem_box[tr[1]], 1),
-                              row_bytes=max(elem_box[tr[0]] * p.eb, 128))
-        if lays:
-            swizzle, ways = lays[0].swizzle, (lays[0].write_ways, lays[0].read_ways)
-        else:
-            ways = (None, None)
     dst_box = tuple(elem_box[k] * (scale if k == dst_order[0] else 1) for k in dst_order)
-    descs = [dict(_descriptor(p, src_order, f.box, "src", p.src_align, target), role="load"),
-             dict(_descriptor(p, dst_order, dst_box, "dst", p.dst_align, target), role="store")]
+    swizzles, ways = ("none", "none"), (1.0, 1.0)
+    if cap:
+        swizzles = (_swizzle_for(f.box[0] * min(p.eb, 8)), _swizzle_for(dst_box[0] * min(p.eb, 8)))
+    if tr:
+        lays = [lay for lay in staged_layouts(min(p.eb, 8), target, rows=max(elem_box[tr[1]], 1),
+                                              row_bytes=max(elem_box[tr[0]] * p.eb, 16))
+                if lay.swizzle == swizzles[0] and lay.pad_bytes == 0]
+        ways = (lays[0].write_ways, lays[0].read_ways) if lays else (None, None)
+    descs = [dict(_descriptor(p, src_order, f.box, "src", p.src_align, target, swizzles[0]), role="load"),
+             dict(_descriptor(p, dst_order, dst_box, "dst", p.dst_align, target, swizzles[1]), role="store")]
     proto, async_ = _async(TmaPipelineSpec(load_bytes=(f.tile_bytes,), store_bytes=f.tile_bytes,
                                            smem_bytes=smem, stages=f.stages))
     tiles = tuple(elem_box.get(k, 1) for k in range(len(p.dims)))
     grid = prod(_cdiv(n, t) for (n, _, _), t in zip(p.dims, tiles))
     fields = {"strategy": "tma", "tile": list(tiles), "grid": [grid], "num_warps": 4,
               "num_stages": f.stages, "vector_bytes": 16, "descriptors": descs,
-              "smem": {"bytes_per_stage": f.tile_bytes, "stages": f.stages, "swizzle": swizzle,
+              "smem": {"bytes_per_stage": f.tile_bytes, "stages": f.stages, "swizzle": swizzles[0],
                        "padding_bytes": 0, "store_buffer_bytes": f.tile_bytes,
                        "write_conflict_ways": ways[0], "read_conflict_ways": ways[1]},
               "async": async_}

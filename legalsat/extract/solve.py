@@ -111,8 +111,11 @@ def solve_tma_box(p: Piece, order: tuple[int, ...], smem_bytes: int, dtype_bytes
     """Box dims for descriptors over `order` (innermost first): each <= 256 and <= its extent,
     inner box a multiple of 16 bytes, 2..4 stages of the box (+ store staging) within
     `smem_bytes`. `dst_inner`: position in `order` of the dim the store descriptor takes
-    innermost (a transpose), which needs 16 bytes too. Maximizes the inner box, then the box
-    bytes."""
+    innermost (a transpose), which needs 16 bytes too. `inner_cap_bytes` caps the inner box
+    of every descriptor (the load's and, with `dst_inner`, the store's): a swizzled box spans
+    at most its swizzle. Maximizes the inner box, then the store's inner box, then the box
+    bytes, then each outer box dim in order (a unique optimum: the same piece always gets
+    the same box)."""
     fp = FieldProblem()
     dims = [p.dims[k] for k in order]
     es = [fp.log2_var(f"box{k}_log2", 8) for k in range(len(dims))]
@@ -135,6 +138,10 @@ def solve_tma_box(p: Piece, order: tuple[int, ...], smem_bytes: int, dtype_bytes
         fp.require("inner_box_swizzle_span", es[0] + lb <= floor_log2(inner_cap_bytes),
                    f"the inner box may span at most {inner_cap_bytes} bytes under its swizzle",
                    "use a smaller swizzle")
+        if dst_inner is not None:
+            fp.require("dst_inner_box_swizzle_span", es[dst_inner] + floor_log2(p.eb) <= floor_log2(inner_cap_bytes),
+                       f"the store's inner box may span at most {inner_cap_bytes} bytes under its swizzle",
+                       "use a smaller swizzle")
     total = z3.Sum(es) + lb
     fp.require("tile_bytes", total <= floor_log2(max_tile_bytes),
                f"a box of more than {max_tile_bytes} bytes", "none needed")
@@ -149,7 +156,9 @@ def solve_tma_box(p: Piece, order: tuple[int, ...], smem_bytes: int, dtype_bytes
                "raise options.smem_bytes, or use a strategy without shared memory")
     fp.require("two_stages", stages >= 2, "a TMA pipeline needs at least two stages to overlap",
                "raise options.smem_bytes")
-    m = fp.solve([es[0], total, stages])
+    # the remaining box dims break ties in order (z3 returns any optimum otherwise, and which
+    # one depended on the solver calls made before in the process)
+    m = fp.solve([es[0]] + ([es[dst_inner]] if dst_inner is not None else []) + [total] + es[1:] + [stages])
     box = tuple(1 << m[e].as_long() for e in es)
     return TmaFields(order, box, m[stages].as_long(), 1 << m.eval(total).as_long())
 

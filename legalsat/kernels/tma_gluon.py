@@ -5,9 +5,11 @@ A persistent kernel (one program per SM slot, walking tiles pid, pid + nprog, ..
 (the plan's swizzle) and an mbarrier armed with expect-tx of the plan's box bytes. A
 straight copy stores a landed box straight from its stage with a TMA store; a transposing
 copy loads the stage into registers (16-byte vectors along the source's contiguous dim),
-permutes them, writes the destination box into one of the protocol's store buffers, fences the generic writes for the async proxy, and TMA-stores it. Before a
-stage (or store buffer) is refilled, the TMA store that read it is waited for with
-`store_wait` (the WAR edge of the protocol).
+permutes them, converts them to 16-byte vectors along the destination's contiguous dim,
+writes the destination box into one of the protocol's store buffers, fences the generic
+writes for the async proxy, and TMA-stores it. Before a stage (or store buffer) is
+refilled, the TMA store that read it is waited for with `store_wait` (the WAR edge of the
+protocol).
 
 Gluon does not run in the interpreter: its tl twin is `legalsat.kernels.tma`; this one is
 compiled for sm90 in CI and run on the GPU machine.
@@ -75,8 +77,13 @@ def gluon_kernel(name: str, t: TmaPiece, stages: int, num_warps: int, out_buffer
     lines += tile_lines(t, "pid + i * nprog", ind2)
     dst = coords(t, t.dst_dims)
     if perm:
+        # 16-byte vectors along the source rows out of the stage, 16-byte vectors along the
+        # destination rows into the store buffer: the permuted registers are redistributed
+        # between the two by the compiler's layout conversion (a permute alone would leave
+        # each thread writing one element into each of several destination rows)
         lines += [f"{ind2}x = gl.permute(stage.index(s).load("
                   f"{blocked_layout(list(t.load.block), t.word, num_warps)}), {list(perm)})",
+                  f"{ind2}x = gl.convert_layout(x, {blocked_layout(list(t.store.block), t.word, num_warps)})",
                   f"{ind2}tma.store_wait({out_buffers - 1})",  # the store that last read this buffer is done
                   f"{ind2}gl.thread_barrier()",  # ... for every warp: only the issuing thread waited
                   f"{ind2}outb.index(i % {out_buffers}).store(x)", f"{ind2}fence_async_shared()",

@@ -97,3 +97,54 @@ def test_every_plan_of_a_random_permutation_is_proven(exps, data, dtype):
     assert out["status"] == "ok"
     assert all(p["proof"]["verified"] for p in out["plans"])
     assert not any(r["reasons"][0]["rule"] == "proof" for r in out["rejected"])
+
+
+SPAN = {"32B": 32, "64B": 64, "128B": 128}
+
+
+@pytest.mark.parametrize("rid", ["transpose-8192sq-bf16", "transpose-4096sq-fp32", "bhsd-to-bhds-d128",
+                                 "nchw-to-nhwc-32x64x56x56", "transpose-2048sq-fp64"])
+def test_tma_transposes_use_swizzled_boxes(rid):
+    """A transposing TMA plan permutes each box through shared memory; its load and store
+    boxes span exactly their swizzle (both sides of a long transpose are swizzled), and the
+    plan's smem swizzle is the load descriptor's."""
+    tma = [p for p in response(rid)["plans"] if p["strategy"] == "tma"]
+    assert tma, f"{rid} has no TMA plan"
+    for piece in tma[0]["pieces"]:
+        eb = min(piece["element_bytes"], 8)
+        for d in piece["descriptors"]:
+            assert d["swizzle"] in SPAN, d
+            assert d["box_dim"][0] * eb == SPAN[d["swizzle"]], d
+        load = next(d for d in piece["descriptors"] if d["role"] == "load")
+        assert piece["smem"]["swizzle"] == load["swizzle"]
+
+
+def test_aos_to_soa_tma_keeps_long_destination_rows():
+    """A source row shorter than the swizzle span (8 fp32) leaves the store box unswizzled and
+    as long as the budget allows: capping it would only shrink the box."""
+    req = {"request_id": "aos", "target": "sm90", "op": {
+        "kind": "copy", "src": {"dtype": "float32", "shape": [1 << 20, 8], "strides": [8, 1]},
+        "dst": {"dtype": "float32", "shape": [1 << 20, 8], "strides": [1, 1 << 20]}}}
+    tma = [p for p in optimize(req)["plans"] if p["strategy"] == "tma"]
+    assert tma
+    store = next(d for d in tma[0]["pieces"][0]["descriptors"] if d["role"] == "store")
+    assert store["swizzle"] == "none" and store["box_dim"][0] * 4 > 128
+
+
+def test_boxes_do_not_depend_on_what_was_planned_before():
+    """z3 may return any of several optima; the box objective breaks every tie, so a worker
+    that planned other requests first answers exactly as a fresh process does."""
+    import subprocess
+    import sys
+
+    rid = "bshd-to-bhsd-d128"
+    code = ("import json; from legalsat.pipeline import optimize; "
+            f"q = [json.loads(x) for x in open({str(SUITE)!r}) if {rid!r} in x][0]; "
+            "print(json.dumps([d['box_dim'] for p in optimize(q)['plans'] for x in p['pieces'] "
+            "for d in x.get('descriptors', [])]))")
+    fresh = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                      check=True, cwd=SUITE.parents[1]).stdout)
+    for other in REQUESTS[:12]:
+        response(other["request_id"])
+    here = [d["box_dim"] for p in response(rid)["plans"] for x in p["pieces"] for d in x.get("descriptors", [])]
+    assert fresh and here == fresh
