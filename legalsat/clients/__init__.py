@@ -1,1 +1,1 @@
-"""Ways in: the command line (and, later, the HTTP and Triton clients)."""
+"""Ways in: the command line, the HTTP client (`http`) and the Triton client (`triton`)."""

@@ -1,0 +1,184 @@
+"""A Python client of the legalsat service, standard library only (a compiler can call it
+from any environment, with neither the planner's nor the server's dependencies).
+
+    from legalsat.clients.http import Client
+    svc = Client("http://127.0.0.1:8000")          # token=... when the server sets LEGALSAT_TOKEN
+    resp = svc.optimize(request)                   # the HTTP response, as a dict
+    k = legalsat.clients.triton.build_kernel(resp) # and its kernel
+
+Each method mirrors one route and returns its JSON body unchanged. Failures keep the
+service's error catalogue:
+
+- 413 and 422 (the request is wrong) raise `legalsat.errors.InputError`, exactly as the
+  in-process API does: `e.headline.field` names the field and `e.headline.fix` says what to
+  change, so one `except InputError` serves both.
+- Every other failure raises `ServiceError` with the status, the service's code, message and
+  fix. 429 (queue full) and 503 (worker lost, shutting down) are retried after the
+  server's Retry-After, `retries` times, before they are raised; 504 (past the request's
+  deadline) is not, since the same request would miss it again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+from legalsat.errors import ErrorDetail, InputError
+
+RETRIED = (429, 503)
+
+
+@dataclass(frozen=True)
+class CallInfo:
+    """What the last call's response said besides its body."""
+
+    status: int
+    cache: str | None  # X-Legalsat-Cache of an optimize answer: "hit" or "miss"
+    seconds: float
+    attempts: int
+
+
+class ServiceError(Exception):
+    """The service could not answer: not reachable, a token problem, a queue that stayed
+    full, a deadline, or a failure on its side. `status` is None when nothing answered."""
+
+    def __init__(self, status: int | None, code: str, message: str, fix: str, field: str | None = None):
+        self.status, self.code, self.message, self.fix, self.field = status, code, message, fix, field
+        super().__init__(f"{message} (fix: {fix})" if fix else message)
+
+
+def _body_of(obj: object) -> bytes:
+    """JSON bytes of a dict / list / pydantic model (its JSON form, unset fields left out)."""
+    if hasattr(obj, "model_dump"):
+        obj = obj.model_dump(mode="json", exclude_none=True)
+    elif isinstance(obj, list):
+        obj = [o.model_dump(mode="json", exclude_none=True) if hasattr(o, "model_dump") else o for o in obj]
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _error_of(status: int, raw: bytes) -> Exception:
+    """The exception for an error answer: InputError for the caller's mistakes, else ServiceError."""
+    try:
+        err = json.loads(raw)["error"]
+        detail = ErrorDetail(err["code"], err["message"], err.get("fix") or "", err.get("field"))
+        extra = [ErrorDetail(d["code"], d["message"], d.get("fix") or "", d.get("field"))
+                 for d in err.get("details", [])[1:]]
+    except (ValueError, KeyError, TypeError):
+        text = raw[:300].decode("utf-8", "replace")
+        return ServiceError(status, "http_error", f"the service answered {status}: {text}",
+                            "check the URL points at a legalsat service")
+    if status in (413, 422):
+        return InputError([detail, *extra])
+    return ServiceError(status, detail.code, detail.message, detail.fix, detail.field)
+
+
+class Client:
+    """One legalsat service. Calls may come from several threads: it keeps no connection
+    state (one HTTP/1.1 request per call); `last` describes the most recent call of any
+    thread. `timeout_s` bounds each call's wait for an answer; it does not set a plan's
+    deadline (that is the request's `options.timeout_ms`, capped by the server's
+    LEGALSAT_DEADLINE_MS)."""
+
+    def __init__(self, url: str = "http://127.0.0.1:8000", token: str | None = None,
+                 timeout_s: float = 120.0, retries: int = 3):
+        parsed = urllib.parse.urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise InputError.single("invalid_input", f"url {url!r} is not an http(s) URL",
+                                    "pass the service's address, e.g. http://127.0.0.1:8000", "url")
+        if retries < 0:
+            raise InputError.single("invalid_input", f"retries is {retries}", "pass 0 or more", "retries")
+        self.url = url.rstrip("/")
+        self.token = token
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.last: CallInfo | None = None
+
+    # ------------------------------------------------------------------ the routes
+    def optimize(self, request) -> dict:
+        """POST /v1/optimize: plans best first, or status "infeasible" with reasons."""
+        return self._call("POST", "/v1/optimize", request)
+
+    def optimize_batch(self, requests: list) -> list:
+        """POST /v1/optimize/batch: per request, in order, its response or its error object
+        (`{"status": "error", "error": {...}}`); a bad item does not fail the others."""
+        if not isinstance(requests, list) or not requests:
+            raise InputError.single("invalid_input", "optimize_batch takes a non-empty list of requests",
+                                    "pass [request, ...]; for one request use optimize", "requests")
+        return self._call("POST", "/v1/optimize/batch", requests)
+
+    def validate_descriptor(self, descriptor, target: str | None = None) -> dict:
+        """POST /v1/descriptors/validate: {"legal": ..., "violations": [...]} (the target
+        defaults to the server's)."""
+        query = f"?{urllib.parse.urlencode({'target': target})}" if target else ""
+        return self._call("POST", "/v1/descriptors/validate" + query, descriptor)
+
+    def analyze_bank_conflicts(self, request) -> dict:
+        """POST /v1/analyze/bank-conflicts: wavefronts and conflict ways of one access."""
+        return self._call("POST", "/v1/analyze/bank-conflicts", request)
+
+    def verify_pipeline(self, protocol) -> dict:
+        """POST /v1/verify/pipeline: ok, or the violations of an asynchronous copy protocol."""
+        return self._call("POST", "/v1/verify/pipeline", protocol)
+
+    def egraph(self, egraph_id: str) -> dict:
+        """GET /v1/egraphs/{id}: an e-graph kept by `options.keep_egraph`."""
+        return self._call("GET", "/v1/egraphs/" + urllib.parse.quote(egraph_id, safe=""), None)
+
+    def health(self) -> dict:
+        """GET /healthz."""
+        return self._call("GET", "/healthz", None)
+
+    def ready(self) -> bool:
+        """GET /readyz: whether the workers are up (False while starting or draining)."""
+        try:
+            self._call("GET", "/readyz", None, retries=0)
+        except ServiceError as e:
+            if e.status == 503:
+                return False
+            raise
+        return True
+
+    # ------------------------------------------------------------------ transport
+    def _call(self, method: str, path: str, payload, retries: int | None = None):
+        data = None if payload is None else _body_of(payload)
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        left = self.retries if retries is None else retries
+        start, attempt = time.monotonic(), 0
+        while True:
+            attempt += 1
+            req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
+            try:
+                with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
+                    raw, status, cache = r.read(), r.status, r.headers.get("X-Legalsat-Cache")
+            except urllib.error.HTTPError as e:
+                raw, status = e.read(), e.code
+                if status in RETRIED and left > 0:
+                    left -= 1
+                    time.sleep(_retry_after(e.headers.get("Retry-After")))
+                    continue
+                self.last = CallInfo(status, None, time.monotonic() - start, attempt)
+                raise _error_of(status, raw) from None
+            except (urllib.error.URLError, ConnectionError) as e:
+                reason = getattr(e, "reason", e)
+                raise ServiceError(None, "unreachable", f"no legalsat service answers at {self.url}: {reason}",
+                                   "start one with `legalsat serve`, or pass the service's URL") from None
+            except TimeoutError:
+                raise ServiceError(None, "timeout", f"{method} {path} got no answer within {self.timeout_s} s",
+                                   "raise timeout_s, or lower the request's options.timeout_ms") from None
+            self.last = CallInfo(status, cache, time.monotonic() - start, attempt)
+            return json.loads(raw)
+
+
+def _retry_after(value: str | None) -> float:
+    try:
+        return min(max(float(value), 0.05), 30.0) if value else 0.5
+    except ValueError:
+        return 0.5
