@@ -101,6 +101,7 @@ def small_cases() -> list[Workload]:
         permute("BSHD→BHSD 2×64×3×32 bf16", "bfloat16", (2, 64, 3, 32), (0, 2, 1, 3)),
         permute("BHSD→BHDS 2×3×40×32 bf16", "bfloat16", (2, 3, 40, 32), (0, 1, 3, 2)),
         permute("NCHW→NHWC 2×24×7×9 fp16", "float16", (2, 24, 7, 9), (0, 2, 3, 1)),
+        permute("transpose 24×40 of 16-byte elements (8 bf16)", "bfloat16", (24, 40, 8), (1, 0, 2)),
         Workload("copy into padded pitch 33×70 bf16",
                  _copy(view("bfloat16", (33, 70)), view("bfloat16", (33, 70), (72, 1))), "copy"),
         Workload("copy 50×4097 bf16 ragged", _copy(view("bfloat16", (50, 4097)), view("bfloat16", (50, 4097))), "copy"),

@@ -122,7 +122,7 @@ def _tma_piece(p: Piece, smem: int, target: Target) -> tuple[dict, Walk]:
     # A transpose permutes the landed box in registers and writes the store box back to
     # shared memory across its rows; unswizzled, those accesses are bank-conflicted (on the
     # H100 the bf16 transposes with 512-byte unswizzled boxes ran at 0.24-0.31 of copy, at
-    # 0.79-0.94 capped and swizzled: benchmarks/RESULTS.md), so when both
+    # 0.80-0.94 capped and swizzled: benchmarks/RESULTS.md), so when both
     # transposed dims are long enough, both boxes are capped at the swizzle span and both
     # descriptors swizzle. A short source row (AoS -> SoA) keeps its long destination rows.
     cap = None

@@ -100,10 +100,6 @@ def tma_piece(piece: dict, field: str) -> TmaPiece:
         if sd["box_dim"][j] // (scale if j == 0 else 1) != tile[k]:
             raise plan_error(f"{field}.descriptors[{si}].box_dim", "the store box does not cover the load "
                              "box", "send the plan as the planner returned it")
-    if scale > 1 and src_dims[0] != dst_dims[0]:
-        raise plan_error(f"{field}.element_bytes", "a transposing TMA plan of 16-byte elements has "
-                         "no word-level box", "use the plan's staged_smem or direct candidate")
-
     def spec(d: dict, side: str, off: int) -> DescriptorSpec:
         shape = tuple(reversed(d["global_dim"]))
         strides = tuple(reversed([1] + [s // w for s in d["global_strides"]]))
@@ -130,14 +126,27 @@ def tile_lines(t: TmaPiece, var: str, indent: str) -> list[str]:
     return decompose(var, [(f"t{k}", n) for k, n in enumerate(t.counts)], indent)
 
 
+def permute_lines(t: TmaPiece, var: str, indent: str, lib: str = "tl") -> list[str]:
+    """Statements turning the loaded box `var` (load block shape) into the store block.
+    Elements wider than a word (16 bytes: `scale` 8-byte words) travel as words along the
+    contiguous dim, so the word axis is split off before the permute and merged after it."""
+    perm = t.perm()
+    if not perm:
+        return []
+    if t.scale == 1:
+        return [f"{indent}{var} = {lib}.permute({var}, {list(perm)})"]
+    split = [*t.load.block[:-1], t.load.block[-1] // t.scale, t.scale]
+    return [f"{indent}{var} = {lib}.reshape({var}, {split})",
+            f"{indent}{var} = {lib}.permute({var}, {[*perm, len(perm)]})",
+            f"{indent}{var} = {lib}.reshape({var}, {list(t.store.block)})"]
+
+
 def tma_tl_kernel(name: str, t: TmaPiece) -> str:
     """Source of the one-box-per-program descriptor kernel (runs in the interpreter too)."""
     lines = [f"@triton.jit\ndef {name}(load_desc, store_desc):", program_id(32)]
     lines += tile_lines(t, "pid", "    ")
     lines.append(f"    x = load_desc.load({coords(t, t.src_dims)})")
-    perm = t.perm()
-    if perm:
-        lines.append(f"    x = tl.permute(x, {perm})")
+    lines += permute_lines(t, "x", "    ")
     lines.append(f"    store_desc.store({coords(t, t.dst_dims)}, x)")
     return "\n".join(lines) + "\n"
 

@@ -18,7 +18,7 @@ compiled for sm90 in CI and run on the GPU machine.
 from __future__ import annotations
 
 from legalsat.kernels.source import Launch, blocked_layout
-from legalsat.kernels.tma import TmaPiece, coords, tile_lines, tma_piece
+from legalsat.kernels.tma import TmaPiece, coords, permute_lines, tile_lines, tma_piece
 from legalsat.kernels.words import plan_error
 
 SMEM_PER_SM = 232448
@@ -81,8 +81,8 @@ def gluon_kernel(name: str, t: TmaPiece, stages: int, num_warps: int, out_buffer
         # destination rows into the store buffer: the permuted registers are redistributed
         # between the two by the compiler's layout conversion (a permute alone would leave
         # each thread writing one element into each of several destination rows)
-        lines += [f"{ind2}x = gl.permute(stage.index(s).load("
-                  f"{blocked_layout(list(t.load.block), t.word, num_warps)}), {list(perm)})",
+        lines += [f"{ind2}x = stage.index(s).load({blocked_layout(list(t.load.block), t.word, num_warps)})",
+                  *permute_lines(t, "x", ind2, "gl"),
                   f"{ind2}x = gl.convert_layout(x, {blocked_layout(list(t.store.block), t.word, num_warps)})",
                   f"{ind2}tma.store_wait({out_buffers - 1})",  # the store that last read this buffer is done
                   f"{ind2}gl.thread_barrier()",  # ... for every warp: only the issuing thread waited

@@ -29,7 +29,8 @@ def tma_gluon_0(load_desc, store_desc):
         t1 = (pid + i * nprog) % 2
         r0 = (pid + i * nprog) // 2
         t0 = r0
-        x = gl.permute(stage.index(s).load(gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])), [1, 0])
+        x = stage.index(s).load(gl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0]))
+        x = gl.permute(x, [1, 0])
         x = gl.convert_layout(x, gl.BlockedLayout([1, 8], [8, 4], [4, 1], [1, 0]))
         tma.store_wait(0)
         gl.thread_barrier()

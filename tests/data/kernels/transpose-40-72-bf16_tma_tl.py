@@ -9,5 +9,5 @@ def tma_copy_0(load_desc, store_desc):
     r0 = pid // 2
     t0 = r0
     x = load_desc.load([t0 * 32, t1 * 64])
-    x = tl.permute(x, (1, 0))
+    x = tl.permute(x, [1, 0])
     store_desc.store([t1 * 64, t0 * 32], x)
