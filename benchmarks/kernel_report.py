@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import statistics
 from dataclasses import replace
 from pathlib import Path
 
@@ -262,11 +263,8 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
 def copy_curve_fit(curve: list[list[float]]) -> tuple[float, float]:
     """Least-squares line time = fixed + bytes / bandwidth over (bytes moved, ms) points:
     (fixed µs, bandwidth GB/s)."""
-    n = len(curve)
-    xs, ys = [b for b, _ in curve], [ms * 1e3 for _, ms in curve]
-    mx, my = sum(xs) / n, sum(ys) / n
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return my - slope * mx, 1e-3 / slope
+    slope, fixed = statistics.linear_regression([b for b, _ in curve], [ms * 1e3 for _, ms in curve])
+    return fixed, 1e-3 / slope
 
 
 def copy_curve_md(results: dict) -> list[str]:

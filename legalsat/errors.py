@@ -46,3 +46,8 @@ class InputError(ValueError):
         if len(self.details) > 1:
             body["details"] = [d.to_dict() for d in self.details]
         return {"error": body}
+
+
+def internal_error(e: BaseException) -> ErrorDetail:
+    """What a bug in legalsat (not in the input) answers: the exception, and whom to tell."""
+    return ErrorDetail("internal", f"{type(e).__name__}: {e}", "report this request to the legalsat maintainers")

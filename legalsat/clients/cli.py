@@ -17,7 +17,7 @@ import json
 import sys
 from collections.abc import Callable
 
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.errors import InputError, internal_error
 from legalsat.settings import get_settings
 
 
@@ -94,9 +94,7 @@ def _plan_handler(target_name: str) -> Callable[[bytes], bytes]:
         except InputError:
             raise
         except Exception as e:  # a planner bug must not stop the batch: report it on its line
-            raise InputError([ErrorDetail(
-                "internal", f"{type(e).__name__}: {e}",
-                "report this request to the legalsat maintainers")]) from None
+            raise InputError([internal_error(e)]) from None
 
     return handle  # requests name their own target
 
@@ -160,8 +158,8 @@ def _optimize(args: argparse.Namespace) -> int:
     with _open_input(args.file) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise InputError([ErrorDetail("too_large", f"the request is over {limit} bytes",
-                                      "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")])
+        raise InputError.single("too_large", f"the request is over {limit} bytes",
+                                "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")
     out = optimize(data)
     sys.stdout.write(json.dumps(out, indent=None if args.compact else 2) + "\n")
     return 0 if out["status"] == "ok" else 3

@@ -15,11 +15,13 @@ import torch
 
 from legalsat.terms.sexpr import op_from_sexp
 
+# integers of each word width: data compared or moved as these is bit-exact whatever its dtype
+WORD_DTYPE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
 TORCH_DTYPES = {"uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32, "int32": torch.int32,
                 "uint64": torch.uint64, "int64": torch.int64, "float16": torch.float16,
                 "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
                 "tfloat32": torch.float32, "float32_ftz": torch.float32, "tfloat32_ftz": torch.float32}
-BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 POISON = 0xA5
 
 
@@ -145,4 +147,4 @@ def same_bits(got, want) -> bool:
     if got.shape != want.shape:
         return False
     es = got.element_size()
-    return torch.equal(got.contiguous().view(BITS[es]), want.contiguous().view(BITS[es]))
+    return torch.equal(got.contiguous().view(WORD_DTYPE[es]), want.contiguous().view(WORD_DTYPE[es]))

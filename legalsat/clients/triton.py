@@ -20,17 +20,18 @@ import importlib.util
 import os
 import sys
 import tempfile
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 
 import torch
 
+from legalsat.clients.torch_reference import WORD_DTYPE
 from legalsat.errors import InputError
 from legalsat.kernels import default_variant, emit, plan_kind, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import word_piece
+from legalsat.terms.sexpr import op_from_sexp
 
-WORD_DTYPE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 INDEX_DTYPES = (torch.int32, torch.int64)
 
 
@@ -38,12 +39,12 @@ def _arg_error(field: str, message: str, fix: str) -> InputError:
     return InputError.single("invalid_argument", message, fix, field)
 
 
-def load_module(source: str, name: str = "legalsat_kernel"):
+def load_module(source: str):
     """Import emitted source as a module (Triton reads a kernel's source from its file)."""
     digest = hashlib.sha256(source.encode()).hexdigest()[:20]
     folder = Path(tempfile.gettempdir()) / f"legalsat-kernels-{os.getuid()}"
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}_{digest}.py"
+    path = folder / f"legalsat_kernel_{digest}.py"
     if not path.exists():
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(source)
@@ -57,6 +58,12 @@ def load_module(source: str, name: str = "legalsat_kernel"):
     spec.loader.exec_module(mod)
     return mod
 
+
+
+@cache
+def _sm_count(dev: torch.device) -> int:
+    """Streaming multiprocessors of a device (persistent kernels launch a multiple of them)."""
+    return torch.cuda.get_device_properties(dev).multi_processor_count
 
 def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> torch.Tensor:
     """A 1-D view of `word`-byte integers starting `offset` words after t's first element,
@@ -75,11 +82,7 @@ def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> tor
 
 def _request_views(response_term: str | None) -> dict | None:
     """The request's op (src/dst views) from a response's s-expression term, if given."""
-    if not response_term:
-        return None
-    from legalsat.terms.sexpr import op_from_sexp
-
-    return op_from_sexp(response_term)
+    return op_from_sexp(response_term) if response_term else None
 
 
 def _within(t: torch.Tensor, bound: int) -> bool:
@@ -134,10 +137,17 @@ class Kernel:
             raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name} has {have}",
                              "pass the tensor the plan was made for (after the plan's relayout, if any)")
 
-    def _desc(self, spec: DescriptorSpec, base: torch.Tensor):
-        """The host descriptor of `spec` over `base`, rebuilt only when the pointer changes."""
+    def _desc(self, spec: DescriptorSpec, t: torch.Tensor, word: int):
+        """The host descriptor of `spec` over `t`'s words, rebuilt only when its base pointer
+        changes (a call with the same tensors builds no view)."""
+        ptr = t.data_ptr() + spec.offset * word
+        if ptr % 16:
+            raise _arg_error(spec.side, f"{spec.side} is not 16-byte aligned where the plan's TMA "
+                             "descriptor starts", "plan the request with the tensor's real "
+                             "base_align (a TMA plan needs 16), or pass an aligned tensor")
         cached = self._descs.get(spec)
-        if cached is None or cached[0] != base.data_ptr():
+        if cached is None or cached[0] != ptr:
+            base = words(t, word, spec.offset, spec.side)
             if self.variant == "gluon":
                 from triton.experimental.gluon import language as gl
                 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
@@ -149,7 +159,7 @@ class Kernel:
                 from triton.tools.tensor_descriptor import TensorDescriptor
 
                 d = TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
-            self._descs[spec] = cached = (base.data_ptr(), d)
+            self._descs[spec] = cached = (ptr, d)
         return cached[1]
 
     def _run(self, named: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -157,6 +167,7 @@ class Kernel:
         dev = next(iter(named.values())).device
         bufs = {k: torch.empty(n, dtype=getattr(torch, dt), device=dev) for k, (dt, n) in em.buffers.items()}
         mod = self.module
+        views: dict[tuple[str, int], torch.Tensor] = {}  # one word view per tensor and width per call
         for ln in em.launches:
             for z in ln.zero:
                 bufs[z].zero_()
@@ -166,20 +177,16 @@ class Kernel:
                     args.append(bufs[a[4:]])
                 elif a.startswith("desc:"):
                     spec = em.descriptors[a[5:]]
-                    base = words(named[spec.side], ln.word, spec.offset, spec.side)
-                    if base.data_ptr() % 16:
-                        raise _arg_error(spec.side, f"{spec.side} is not 16-byte aligned where the plan's TMA "
-                                         "descriptor starts", "plan the request with the tensor's real "
-                                         "base_align (a TMA plan needs 16), or pass an aligned tensor")
-                    args.append(self._desc(spec, base))
+                    args.append(self._desc(spec, named[spec.side], ln.word))
                 elif a in ("src", "dst", "out"):
-                    args.append(words(named[a], ln.word, name=a))
+                    if (a, ln.word) not in views:
+                        views[(a, ln.word)] = words(named[a], ln.word, name=a)
+                    args.append(views[(a, ln.word)])
                 else:
                     args.append(named[a])
             grid = ln.grid
             if grid == "persistent":
-                sms = torch.cuda.get_device_properties(dev).multi_processor_count
-                grid = max(1, min(ln.tiles, sms * ln.blocks_per_sm))
+                grid = max(1, min(ln.tiles, _sm_count(dev) * ln.blocks_per_sm))
             getattr(mod, ln.kernel)[(grid,)](*args, num_warps=ln.num_warps)
         return bufs
 

@@ -16,6 +16,15 @@ _STRATEGY = {"Direct": "direct", "Tma": "tma", "Staged": "staged_smem", "Shuffle
              "InspExec": "inspector_executor"}
 
 
+def transposed_pair(dims) -> tuple[int, int] | None:
+    """(a, b) over dims given as (extent, src stride, dst stride): the first dim contiguous in
+    src only and the first contiguous in dst only, or None when the copy does not transpose."""
+    dims = list(dims)
+    a = next((k for k, (n, s, d) in enumerate(dims) if n > 1 and s == 1 and d != 1), None)
+    b = next((k for k, (n, s, d) in enumerate(dims) if n > 1 and d == 1 and s != 1), None)
+    return (a, b) if a is not None and b is not None else None
+
+
 @dataclass(frozen=True)
 class Piece:
     """One copy: dims outermost first as extracted, strides in elements of `eb` bytes;

@@ -16,7 +16,7 @@ from legalsat.analyses.staged_tile import consumer_layouts, staged_layouts
 from legalsat.analyses.targets import Target
 from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.errors import InputError
-from legalsat.extract.forms import Formulation, Piece
+from legalsat.extract.forms import Formulation, Piece, transposed_pair
 from legalsat.extract.protocol_synth import TmaPipelineSpec, synthesize_tma_pipeline
 from legalsat.extract.prove import Proof, Walk, prove_copy, prove_gather, prove_tile
 from legalsat.extract.solve import (
@@ -28,16 +28,18 @@ from legalsat.extract.solve import (
     solve_tma_box,
     solve_transpose_tile,
 )
-from legalsat.terms.descriptor import TmaDescriptor
+from legalsat.terms.descriptor import Swizzle, TmaDescriptor
 from legalsat.terms.movement import Copy, Gather, LoadTile, View
 
 _UINT = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
-TRANSPOSE_SWIZZLE_SPAN = 128  # bytes: the widest TMA swizzle
+TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
 
 
 def _swizzle_for(inner_bytes: int) -> str:
     """The widest swizzle whose span the inner box fills (a box narrower than 32 bytes has none)."""
-    return next((f"{b}B" for b in (128, 64, 32) if inner_bytes >= b), "none")
+    return next((s.value for s in (Swizzle.B128, Swizzle.B64, Swizzle.B32) if inner_bytes >= s.span_bytes), "none")
+
+
 PLACEHOLDER_BASE = 1 << 40
 
 
@@ -84,9 +86,7 @@ def piece_fields(p: Piece) -> dict:
 
 
 def _transposed_dims(p: Piece) -> tuple[int, int] | None:
-    a = next((k for k, (n, s, d) in enumerate(p.dims) if n > 1 and s == 1 and d != 1), None)
-    b = next((k for k, (n, s, d) in enumerate(p.dims) if n > 1 and d == 1 and s != 1), None)
-    return (a, b) if a is not None and b is not None else None
+    return transposed_pair(p.dims)
 
 
 def _straight_dim(p: Piece) -> int | None:
@@ -177,6 +177,9 @@ def _async(spec: TmaPipelineSpec) -> tuple[object, dict]:
 def _transpose_piece(p: Piece, strategy: str, target: Target) -> tuple[dict, Walk]:
     a, b = _transposed_dims(p)
     small = strategy == "shuffle"
+    if small and p.eb > 8:  # the e-class may hold narrower forms; this one is what extraction chose
+        raise Infeasible([{"rule": "shuffle_word", "message": f"{p.eb}-byte elements: a warp shuffle exchanges "
+                           "words of at most 8 bytes", "fix": "use staged_smem for this transpose"}])
     f = solve_transpose_tile(p, a, b, 2048 if small else 32768, small=small)
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(p.dims)))
     grid = prod(_cdiv(n, t) for (n, _, _), t in zip(p.dims, tiles))

@@ -18,9 +18,9 @@ from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
 from legalsat.kernels.source import HEADER_GLUON, HEADER_TL, Emitted
 from legalsat.kernels.staged import emit_staged
-from legalsat.kernels.tma import emit_tma_tl
+from legalsat.kernels.tma import emit_tma_tl, tma_piece
 from legalsat.kernels.tma_gluon import emit_tma_gluon
-from legalsat.kernels.words import plan_error, transposed_dims, word_piece
+from legalsat.kernels.words import plan_error, word_piece
 
 STRATEGIES = ("direct", "tma", "staged_smem", "shuffle", "inspector_executor")
 VARIANTS = ("tl", "gluon")
@@ -57,11 +57,10 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[dict, str | None]:
 def default_variant(plan: dict, sm90: bool) -> str:
     """The variant `build_kernel` runs by default: Gluon for sm90 TMA plans that copy boxes
     straight (measured faster than the tl descriptor kernel on the H100), tl otherwise (for
-    transposing TMA plans the tl kernel measured faster: benchmarks/RESULTS.md)."""
+    transposing TMA plans the tl kernel measured faster on four of the six transposing
+    workloads, Gluon on the two NCHW→NHWC ones by under 3%: benchmarks/RESULTS.md)."""
     if not sm90 or plan.get("strategy") != "tma":
         return "tl"
-    from legalsat.kernels.tma import tma_piece
-
     try:
         straight = all(tma_piece(p, f"pieces[{i}]").perm() is None
                        for i, p in enumerate(plan.get("pieces") or []) if p.get("strategy") == "tma")
@@ -114,8 +113,9 @@ def emit(plan: dict, variant: str = "tl") -> Emitted:
         for i, wp, raw in pieces:
             s = raw.get("strategy", strategy)
             if s == "shuffle" and shuffle_shape(wp) is None:
-                s = "staged_smem" if transposed_dims(wp) else "direct"
-                notes.append(f"piece {i}: not a warp-sized transpose; staged instead")
+                raise plan_error(f"pieces[{i}]", "the piece is not a transpose of words a warp can hold "
+                                 "(8-byte words at most, only the transposed dims tiled)",
+                                 "send the plan as the planner returned it, or use its staged_smem candidate")
             by_strategy.setdefault(s, []).append((i, wp, raw))
         header = HEADER_TL
         for s, group in by_strategy.items():

@@ -9,7 +9,7 @@ program, each entry's slab as one contiguous run where the slab is contiguous.
 from __future__ import annotations
 
 from legalsat.kernels.source import Launch, decompose, program_id
-from legalsat.kernels.words import WordPiece, cdiv
+from legalsat.kernels.words import WordPiece, cdiv, pow2_at_least
 
 
 def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, int]:
@@ -72,7 +72,7 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
     `positions[k]` (the inspector-executor's reordered entries). Entries outside [0, bound)
     are not read (the client checks them first)."""
     lines, slab = slab_offsets(p.coalesced())
-    width = 1 << max(slab - 1, 0).bit_length()
+    width = pow2_at_least(slab)
     args = f"src, index, {positions}, out" if positions else "src, index, out"
     out = [f"@triton.jit\ndef {name}({args}):", "    pid = tl.program_id(0).to(tl.int64)",
            f"    k = pid * {rows} + tl.arange(0, {rows})",

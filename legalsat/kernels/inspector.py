@@ -17,14 +17,12 @@ from __future__ import annotations
 
 from legalsat.kernels.direct import gather_rows_kernel
 from legalsat.kernels.source import Launch
-from legalsat.kernels.words import WordPiece, cdiv
+from legalsat.kernels.words import WordPiece, cdiv, pow2_at_least
 
 INSPECT_BLOCK = 1024
 SCAN_CHUNK = 1024
 
 
-def _p2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
 
 
 def bucket_inspector(count: int, bound: int, buckets: int) -> tuple[str, list[Launch], dict]:
@@ -69,16 +67,16 @@ def inspect_scatter(index, start, sorted_index, sorted_pos):
     return src, launches, buffers
 
 
-def group_block(count: int, groups: int) -> int:
+def group_block(count: int) -> int:
     """Slots per inspector block of a grouped gather: at most 1024 blocks to scan."""
-    return max(256, _p2(cdiv(count, 1024)))
+    return max(256, pow2_at_least(cdiv(count, 1024)))
 
 
 def group_inspector(count: int, groups: int) -> tuple[str, list[Launch], dict]:
     """Stable counting sort of `count` slots by their group (0 <= group < groups)."""
-    block = group_block(count, groups)
+    block = group_block(count)
     nb = cdiv(count, block)
-    gp, nbp = _p2(groups), _p2(nb)
+    gp, nbp = pow2_at_least(groups), pow2_at_least(nb)
     src = f'''@triton.jit
 def inspect_group_histogram(group, block_hist):
     b = tl.program_id(0)

@@ -15,8 +15,11 @@ stored along the destination's contiguous dim.
 
 from __future__ import annotations
 
+from math import prod
+
+from legalsat.kernels.direct import slab_offsets
 from legalsat.kernels.source import Launch, decompose, program_id
-from legalsat.kernels.words import WordPiece, cdiv, transposed_dims
+from legalsat.kernels.words import WordPiece, cdiv, pow2_at_least, transposed_dims
 
 WARP_ROW_BYTES = 512  # 32 lanes x 16 bytes
 
@@ -55,9 +58,7 @@ def shuffle_copy_kernel(name: str, p: WordPiece) -> tuple[str, int]:
               f"    do = {' + '.join(bd)} + oa * {da.dst} + ob"]
     smask = _mask("oa", da.extent, ta, "ob", sb.extent, tb)
     lines.append("    tl.store(dst + do, y" + (f", mask={smask}" if smask else "") + ")")
-    total = 1
-    for _, n in counts:
-        total *= n
+    total = prod(n for _, n in counts)
     return "\n".join(lines) + "\n", total
 
 
@@ -79,10 +80,9 @@ def emit_shuffle(pieces: list[tuple[int, WordPiece, dict]]) -> tuple[list[str], 
 def shuffle_gather_kernel(name: str, p: WordPiece, rows: int, window: int, count: int, bound: int,
                           src_stride: int, out_stride: int) -> str:
     """Source of a window-local row gather: `rows` entries per program in windows of `window`."""
-    from legalsat.kernels.direct import slab_offsets
 
     lines, slab = slab_offsets(p.coalesced())
-    width = 1 << max(slab - 1, 0).bit_length()
+    width = pow2_at_least(slab)
     emask = f" & (e < {slab})[None, :]" if width != slab else ""
     src_off = f" + {p.src_offset}" if p.src_offset else ""
     out = [f"@triton.jit\ndef {name}(src, index, out):", "    pid = tl.program_id(0).to(tl.int64)",

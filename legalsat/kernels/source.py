@@ -9,6 +9,7 @@ vectors where the plan's alignment allows) and `k.source` reads as the plan it c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from math import prod
 
 from legalsat.kernels.words import WordPiece, cdiv
 
@@ -122,9 +123,7 @@ def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = 
     lines.append(f"{indent}do = {' + '.join(dst) or '0'}")
     if masks:
         lines.append(f"{indent}mask = {' & '.join(masks)}")
-    total = 1
-    for _, n in counts:
-        total *= n
+    total = prod(n for _, n in counts)
     return TileIndex(tuple(lines), bool(masks), total)
 
 

@@ -11,11 +11,11 @@ pipelined through the plan's stages with mbarrier expect-tx of the plan's bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 from legalsat.kernels.source import DescriptorSpec, Launch, decompose, program_id
 from legalsat.kernels.words import cdiv, plan_error, word_bytes
-
-SWIZZLE_BYTES = {"none": 0, "32B": 32, "64B": 64, "128B": 128}
+from legalsat.terms.descriptor import Swizzle
 
 
 @dataclass(frozen=True)
@@ -31,8 +31,6 @@ class TmaPiece:
     tile: tuple[int, ...]
     load: DescriptorSpec
     store: DescriptorSpec
-    src_swizzle: int
-    dst_swizzle: int
 
     @property
     def counts(self) -> list[int]:
@@ -40,10 +38,7 @@ class TmaPiece:
 
     @property
     def tiles(self) -> int:
-        out = 1
-        for n in self.counts:
-            out *= n
-        return out
+        return prod(self.counts)
 
     def perm(self) -> tuple[int, ...] | None:
         """Axis permutation from the load block (outermost first) to the store block."""
@@ -54,10 +49,7 @@ class TmaPiece:
         return tuple(src_axes.index(k) for k in dst_axes)
 
     def box_bytes(self) -> int:
-        out = self.word
-        for b in self.load.block:
-            out *= b
-        return out
+        return self.word * prod(self.load.block)
 
 
 def _match_dims(piece: dict, desc: dict, side: str, field: str) -> tuple[int, ...]:
@@ -100,16 +92,22 @@ def tma_piece(piece: dict, field: str) -> TmaPiece:
         if sd["box_dim"][j] // (scale if j == 0 else 1) != tile[k]:
             raise plan_error(f"{field}.descriptors[{si}].box_dim", "the store box does not cover the load "
                              "box", "send the plan as the planner returned it")
-    def spec(d: dict, side: str, off: int) -> DescriptorSpec:
+    def spec(d: dict, side: str, off: int, field: str) -> DescriptorSpec:
         shape = tuple(reversed(d["global_dim"]))
         strides = tuple(reversed([1] + [s // w for s in d["global_strides"]]))
-        return DescriptorSpec(side, off // w, shape, strides, tuple(reversed(d["box_dim"])),
-                              SWIZZLE_BYTES.get(d.get("swizzle", "none"), 0))
+        try:
+            swizzle = Swizzle(d.get("swizzle", "none"))
+        except ValueError:
+            raise plan_error(f"{field}.swizzle", f"unknown swizzle {d.get('swizzle')!r}",
+                             "send the plan as the planner returned it") from None
+        if swizzle.span_bytes and swizzle.value != f"{swizzle.span_bytes}B":
+            raise plan_error(f"{field}.swizzle", f"the Triton client has no shared layout for swizzle "
+                             f"{swizzle.value} (sm100 atoms)", "use the plan's staged_smem or direct candidate")
+        return DescriptorSpec(side, off // w, shape, strides, tuple(reversed(d["box_dim"])), swizzle.span_bytes)
 
     return TmaPiece(piece, w, scale, src_dims, dst_dims, tuple(tile),
-                    spec(ld, "src", piece.get("src_offset_bytes", 0)),
-                    spec(sd, "dst", piece.get("dst_offset_bytes", 0)),
-                    SWIZZLE_BYTES.get(ld.get("swizzle", "none"), 0), SWIZZLE_BYTES.get(sd.get("swizzle", "none"), 0))
+                    spec(ld, "src", piece.get("src_offset_bytes", 0), f"{field}.descriptors[{li}]"),
+                    spec(sd, "dst", piece.get("dst_offset_bytes", 0), f"{field}.descriptors[{si}]"))
 
 
 def coords(t: TmaPiece, dims: tuple[int, ...]) -> str:

@@ -17,11 +17,12 @@ compiled for sm90 in CI and run on the GPU machine.
 
 from __future__ import annotations
 
+from legalsat.analyses.targets.sm90 import SM90
 from legalsat.kernels.source import Launch, blocked_layout
 from legalsat.kernels.tma import TmaPiece, coords, permute_lines, tile_lines, tma_piece
 from legalsat.kernels.words import plan_error
 
-SMEM_PER_SM = 232448
+SMEM_PER_SM = SM90.smem_per_block_bytes
 
 
 def _expect_bytes(raw: dict, field: str) -> int | None:
@@ -29,7 +30,7 @@ def _expect_bytes(raw: dict, field: str) -> int | None:
     proto = ((raw.get("async") or {}).get("protocol") or {})
     counts = set()
     for op in _walk(proto):
-        if op.get("op") in ("expect_tx", "arrive_expect_tx") and "bytes" in op:
+        if op.get("op") == "expect_tx" and "bytes" in op:
             counts.add(op["bytes"])
     if len(counts) > 1:
         raise plan_error(f"{field}.async.protocol", f"the protocol arms stages with different byte counts "

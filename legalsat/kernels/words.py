@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from math import prod
 
 from legalsat.errors import InputError
+from legalsat.extract.forms import transposed_pair
 
-WORD_BYTES = (1, 2, 4, 8)
 INT32_LIMIT = (1 << 31) - 1
 
 
@@ -104,11 +104,17 @@ def word_piece(piece: dict, field: str) -> WordPiece:
 
 
 def transposed_dims(p: WordPiece) -> tuple[int, int] | None:
-    """(a, b): the dim contiguous in src only and the dim contiguous in dst only, or None."""
-    a = next((k for k, d in enumerate(p.dims) if d.extent > 1 and d.src == 1 and d.dst != 1), None)
-    b = next((k for k, d in enumerate(p.dims) if d.extent > 1 and d.dst == 1 and d.src != 1), None)
-    return (a, b) if a is not None and b is not None else None
+    """The planner's rule (`transposed_pair`) on words: (a, b), the dim contiguous in src only
+    and the dim contiguous in dst only, or None. A 16-byte element is a pair of words
+    contiguous on both sides, so at word level its transpose has no such pair (None): the
+    word-tiled emitters treat it as a tiled copy of word pairs."""
+    return transposed_pair((d.extent, d.src, d.dst) for d in p.dims)
 
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def pow2_at_least(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1): Triton block extents."""
+    return 1 << max(n - 1, 0).bit_length()

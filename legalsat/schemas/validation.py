@@ -41,15 +41,16 @@ def _did_you_mean(word: object, choices: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def details_from_validation(err: ValidationError, hints: dict[str, str] | None = None,
+def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
                             known_fields: list[str] | None = None) -> list[ErrorDetail]:
-    """One ErrorDetail per pydantic error, each naming its field and a fix.
+    """One ErrorDetail per pydantic error (of a ValidationError, or a list of them as
+    FastAPI's RequestValidationError gives), each naming its field and a fix.
 
     `hints` maps a field name to a fix that is more specific than the generic one;
     `known_fields` lets a misspelt field name get a "did you mean" suggestion.
     """
     out = []
-    for e in err.errors(include_url=False):
+    for e in (err.errors(include_url=False) if isinstance(err, ValidationError) else err):
         loc = tuple(p for p in e.get("loc", ()) if not (isinstance(p, str) and p.startswith("function-")))
         path = field_path(loc) or None
         etype = e.get("type", "value_error")

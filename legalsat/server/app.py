@@ -61,7 +61,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="legalsat", version=legalsat.__version__, description=DESCRIPTION,
                   lifespan=lifespan)
     app.state.settings = settings
-    app.state.metrics = metrics
     install_error_handlers(app)
     auth = [Depends(require_token)]
     for r in (optimize.router, analyze.router, verify.router, egraphs.router):

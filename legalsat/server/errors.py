@@ -12,9 +12,9 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from legalsat.errors import InputError
+from legalsat.errors import ErrorDetail, InputError, internal_error
 from legalsat.schemas.service import ErrorBody
-from legalsat.schemas.validation import field_path
+from legalsat.schemas.validation import details_from_validation
 
 log = logging.getLogger("legalsat.server")
 
@@ -39,11 +39,20 @@ class ApiError(Exception):
     def __init__(self, status: int, code: str, message: str, fix: str, field: str | None = None,
                  headers: dict[str, str] | None = None):
         super().__init__(message)
-        self.status, self.code, self.message, self.fix, self.field = status, code, message, fix, field
-        self.headers = headers
+        self.detail = ErrorDetail(code, message, fix, field)
+        self.status, self.headers = status, headers
+        self._body: dict | None = None
+
+    @classmethod
+    def answered(cls, status: int, body: dict) -> ApiError:
+        """An error a worker already answered (its whole body, `details` included)."""
+        err = body["error"]
+        out = cls(status, err["code"], err["message"], err["fix"], err.get("field"))
+        out._body = body
+        return out
 
     def body(self) -> dict:
-        return {"error": {"code": self.code, "message": self.message, "fix": self.fix, "field": self.field}}
+        return self._body or {"error": self.detail.to_dict()}
 
 
 def error_json(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -87,11 +96,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, e: RequestValidationError):
-        errs = e.errors()
-        first = errs[0] if errs else {"loc": (), "msg": "invalid request"}
-        return error_json(422, {"error": {
-            "code": "invalid_input", "message": f"{field_path(tuple(first['loc']))}: {first['msg']}",
-            "fix": "see the route's schema at /docs", "field": field_path(tuple(first["loc"]))}})
+        details = details_from_validation(list(e.errors())) or [
+            ErrorDetail("invalid_input", "invalid request", "see the route's schema at /docs")]
+        return error_json(422, InputError(details).to_dict())
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, e: StarletteHTTPException):
@@ -104,6 +111,4 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _bug(_: Request, e: Exception):
         log.exception("unhandled error")
-        return error_json(500, {"error": {"code": "internal", "message": f"{type(e).__name__}: {e}",
-                                          "fix": "report this request to the legalsat maintainers",
-                                          "field": None}})
+        return error_json(500, {"error": internal_error(e).to_dict()})

@@ -10,16 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 
-from legalsat.errors import InputError
 from legalsat.pipeline import PLANNER_VERSION
 from legalsat.schemas.optimize import parse_request
 from legalsat.server.cache import request_key, splice_request_id
 from legalsat.server.deps import ServiceState
 from legalsat.server.errors import ApiError, deadline, queue_full, worker_lost
 from legalsat.server.pool import DeadlineExceeded, PoolClosed, QueueFull, WorkerLost
+
+log = logging.getLogger("legalsat.server")
 
 
 def _shutting_down() -> ApiError:
@@ -53,17 +55,18 @@ async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: in
         raise
 
 
-def answer_error(status: int, body: bytes) -> ApiError:
-    err = json.loads(body)["error"]
-    return ApiError(status, err["code"], err["message"], err["fix"], err.get("field"))
+def answer_error(status: int, body: bytes, meta: dict) -> ApiError:
+    """A worker's error answer as it came (422 details kept); a bug's traceback goes to the log."""
+    if meta.get("traceback"):
+        log.error("worker job failed (%d):\n%s", status, meta["traceback"])
+    return ApiError.answered(status, json.loads(body))
 
 
 async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     """One optimize request -> (response body, "hit" | "miss" | "kept"). Raises ApiError or
     InputError for everything that is not a plan response."""
     if not isinstance(obj, dict):
-        raise InputError.single("invalid_input", "a request must be a JSON object",
-                                'send {"target": ..., "op": {...}, "options": {...}}', "")
+        parse_request(obj)  # raises its InputError: a request is a JSON object
     rid = obj.get("request_id") if isinstance(obj.get("request_id"), str) else None
     opts = obj.get("options")
     keep = isinstance(opts, dict) and opts.get("keep_egraph") is True
@@ -78,7 +81,7 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     budget = min(req.options.timeout_ms, state.settings.deadline_ms)
     status, body, meta = await run_job(state, "optimize", obj, budget)
     if status != 200:
-        raise answer_error(status, body)
+        raise answer_error(status, body, meta)
     state.metrics.saturation(meta)
     full = splice_request_id(body, meta["request_id"])
     if keep:

@@ -75,10 +75,6 @@ class _Slot:
         self.busy_since: float | None = None
         self.thread = threading.Thread(target=self._loop, name=f"legalsat-slot-{index}", daemon=True)
 
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
     def spawn(self) -> None:
         parent, child = self.pool.ctx.Pipe()
         from legalsat.server.worker import worker_main  # imported in the worker, not here
@@ -219,15 +215,12 @@ class WorkerPool:
 
     @property
     def capacity_left(self) -> int:
-        """Jobs that can be accepted right now (free queue places plus workers)."""
-        return self.jobs.maxsize - self.jobs.qsize() + self.size
+        """Jobs that can be accepted right now: free queue places plus idle workers."""
+        return self.jobs.maxsize - self.jobs.qsize() + sum(1 for s in self.slots if s.busy_since is None)
 
     @property
     def alive(self) -> int:
         return sum(1 for s in self.slots if s.proc is not None and s.proc.is_alive())
-
-    def worker_pids(self) -> list[int]:
-        return [s.pid for s in self.slots if s.pid is not None]
 
     def close(self, timeout_s: float = 30.0) -> None:
         """Finish queued and running jobs (each still bounded by its deadline), then stop the

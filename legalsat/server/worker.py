@@ -19,7 +19,7 @@ import traceback
 import uuid
 from collections.abc import Callable
 
-from legalsat.errors import InputError
+from legalsat.errors import InputError, internal_error
 from legalsat.pipeline import optimize
 from legalsat.schemas.pipeline import verdict_json
 
@@ -62,10 +62,7 @@ def run_job(kind: str, payload: dict) -> Answer:
     except InputError as e:
         return 422, _dumps(e.to_dict()), {}
     except Exception as e:  # noqa: BLE001 - a planner bug must come back as an answer
-        return 500, _dumps({"error": {
-            "code": "internal", "message": f"{type(e).__name__}: {e}",
-            "fix": "report this request to the legalsat maintainers", "field": None}}), \
-            {"traceback": traceback.format_exc(limit=20)}
+        return 500, _dumps({"error": internal_error(e).to_dict()}), {"traceback": traceback.format_exc(limit=20)}
 
 
 def worker_main(conn, target: str) -> None:

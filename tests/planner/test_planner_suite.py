@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 import legalsat
 from legalsat.pipeline import optimize
 from legalsat.schemas.plan import validate_response
+from legalsat.terms.descriptor import Swizzle
 
 SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "planner_suite.jsonl"
 REQUESTS = [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
@@ -99,9 +100,6 @@ def test_every_plan_of_a_random_permutation_is_proven(exps, data, dtype):
     assert not any(r["reasons"][0]["rule"] == "proof" for r in out["rejected"])
 
 
-SPAN = {"32B": 32, "64B": 64, "128B": 128}
-
-
 @pytest.mark.parametrize("rid", ["transpose-8192sq-bf16", "transpose-4096sq-fp32", "bhsd-to-bhds-d128",
                                  "nchw-to-nhwc-32x64x56x56", "transpose-2048sq-fp64"])
 def test_tma_transposes_use_swizzled_boxes(rid):
@@ -113,8 +111,9 @@ def test_tma_transposes_use_swizzled_boxes(rid):
     for piece in tma[0]["pieces"]:
         eb = min(piece["element_bytes"], 8)
         for d in piece["descriptors"]:
-            assert d["swizzle"] in SPAN, d
-            assert d["box_dim"][0] * eb == SPAN[d["swizzle"]], d
+            span = Swizzle(d["swizzle"]).span_bytes
+            assert span, d
+            assert d["box_dim"][0] * eb == span, d
         load = next(d for d in piece["descriptors"] if d["role"] == "load")
         assert piece["smem"]["swizzle"] == load["swizzle"]
 

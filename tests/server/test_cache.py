@@ -34,7 +34,7 @@ def test_splice_puts_the_request_id_first(body, rid):
 
 
 def test_bounded_least_recently_used_first(tmp_path):
-    c = PlanCache(str(tmp_path / "c.sqlite3"), "v1", max_entries=10)
+    c = PlanCache(str(tmp_path / "c.sqlite3"), "v1", max_entries=10, touch_every_s=0)
     for i in range(10):
         c.put(f"k{i}", b"{}")
     c.get("k0")  # recently used: survives the eviction

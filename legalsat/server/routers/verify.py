@@ -25,7 +25,7 @@ async def verify_pipeline(request: Request, state: ServiceState = Depends(servic
     store reuse in an mbarrier/TMA protocol, for every trip count that matters."""
     obj = parse_json(await read_body(request), "a protocol")
     parse_protocol(obj)  # InputError -> 422 here, without occupying a worker
-    status, body, _ = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms)
+    status, body, meta = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms)
     if status != 200:
-        raise answer_error(status, body)
+        raise answer_error(status, body, meta)
     return Response(body, media_type="application/json")
