@@ -65,3 +65,18 @@ def test_in_memory_cache():
     c = PlanCache("", "v1")
     c.put("k", b'{"a":1}')
     assert c.get("k") == b'{"a":1}' and len(c) == 1
+
+
+def test_worker_error_answers_pass_through_whole(caplog):
+    """A worker's 422 keeps every detail; a 500's traceback reaches the service log."""
+    import json
+
+    from legalsat.server.planning import answer_error
+
+    body = {"error": {"code": "invalid_input", "message": "a", "fix": "b", "field": "op.src",
+                      "details": [{"code": "invalid_input", "message": "c", "fix": "d", "field": "op.dst"}]}}
+    assert answer_error(422, json.dumps(body).encode(), {}).body() == body
+    with caplog.at_level("ERROR", logger="legalsat.server"):
+        e = answer_error(500, json.dumps({"error": {"code": "internal", "message": "KeyError: 1", "fix": "x",
+                                                    "field": None}}).encode(), {"traceback": "Traceback: here"})
+    assert e.status == 500 and "Traceback: here" in caplog.text
