@@ -1,6 +1,6 @@
 """Throughput of the streaming commands, end to end (process start included).
 
-    python3 benchmarks/bench_cli_throughput.py [--repeat 3] [--workers N]
+    python -m benchmarks.bench_cli_throughput [--repeat 3] [--workers N]
 
 Inputs (written to a temporary directory, deterministic):
 - validate-descriptor, 100,000 lines: the differential-testing mix of tools/tma_generator.py
@@ -22,10 +22,9 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
+from tools import tma_generator as gen
 
-import tma_generator as gen  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _descriptor_inputs(d: str) -> dict[str, str]:

@@ -1,9 +1,9 @@
 """Every plan's kernel on the GPU: bit-exact against PyTorch, timed against PyTorch and the
 measured copy bandwidth; then the planner's cost model calibrated on those times.
 
-    python benchmarks/bench_kernels.py plan     # CPU: plan every workload -> benchmarks/kernel_plans.json
-    python benchmarks/bench_kernels.py run      # GPU: check + time every candidate -> $OUT or benchmarks/
-    python benchmarks/bench_kernels.py report RESULTS.json   # CPU: calibrate, regret, RESULTS.md
+    python -m benchmarks.bench_kernels plan     # CPU: plan every workload -> benchmarks/kernel_plans.json
+    python -m benchmarks.bench_kernels run      # GPU: check + time every candidate -> $OUT or benchmarks/
+    python -m benchmarks.bench_kernels report RESULTS.json   # CPU: calibrate, regret, RESULTS.md
 
 `run` needs only torch, triton and legalsat's light modules (the Triton client never imports
 the planner), so the GPU machine runs the plans the CPU made. Each candidate strategy of a
@@ -23,7 +23,6 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 PLANS = HERE / "kernel_plans.json"
 REPEATS = 3
 CASES = HERE / "kernel_cases.json"
@@ -31,8 +30,8 @@ CASES = HERE / "kernel_cases.json"
 
 # ---------------------------------------------------------------- plan (CPU, planner)
 def plan() -> None:
-    from benchmarks.kernel_workloads import small_cases, workloads
-    from legalsat.pipeline import optimize
+    from legalsat.api import optimize
+    from legalsat.testing.workloads import small_cases, workloads
 
     out = {}
     for w in workloads():
@@ -57,8 +56,8 @@ def run(out_dir: Path) -> None:
     import triton
     from triton.testing import do_bench
 
-    from legalsat.clients.torch_reference import Inputs, make_inputs, poison, reference, same_bits
     from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import Inputs, make_inputs, poison, reference, same_bits
 
     spreads: list[float] = []
 
@@ -100,7 +99,7 @@ def run(out_dir: Path) -> None:
         ref = reference(inp)
         row = {"name": name, "bytes": inp.moved_bytes, "candidates": []}
         if time_it:
-            row["torch_ms"] = timed(lambda inp=inp: reference(inp, into=True))
+            row["torch_ms"] = timed(lambda inp=inp: reference(inp))
             # the copy limit at this workload's size: a contiguous copy of as many bytes
             a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev)
             b = torch.empty_like(a)

@@ -2,7 +2,7 @@
 start-up and the one-time rule compilation of a worker excluded, as a long-running service
 or batch worker sees it).
 
-    python benchmarks/bench_planner.py [--repeat 3]
+    python -m benchmarks.bench_planner [--repeat 3]
 
 Prints per-request times (best of --repeat), then the median and maximum.
 """
@@ -10,22 +10,19 @@ Prints per-request times (best of --repeat), then the median and maximum.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import time
-from pathlib import Path
 
-from legalsat.pipeline import optimize
-
-SUITE = Path(__file__).with_name("planner_suite.jsonl")
+from legalsat.api import optimize
+from legalsat.testing.planner_suite import load_suite
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    reqs = [json.loads(x) for x in SUITE.read_text().splitlines() if x.strip()]
+    reqs = load_suite()
     optimize({"term": "(copy (view uint8 (16 16) (16 1) 16) (view uint8 (16 16) (1 16) 16))"})  # compile rules
     rows = []
     for q in reqs:

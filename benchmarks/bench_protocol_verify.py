@@ -1,6 +1,6 @@
 """Time protocol verification (every trip count up to the bound), per pipeline shape.
 
-    python3 benchmarks/bench_protocol_verify.py [--repeat 50]
+    python -m benchmarks.bench_protocol_verify [--repeat 50]
 
 Protocols: synthesized TMA pipelines (1 and 2 roles, load-only and load-store, 1-6 stages)
 and Triton's Gluon TMA tutorial pipeline. Prints the median and worst time of --repeat
@@ -15,13 +15,11 @@ import statistics
 import sys
 import time
 
+from legalsat.protocols.synth import TmaPipelineSpec, synthesize_tma_pipeline
+from legalsat.protocols.verify import verify_protocol
+from legalsat.testing.protocols import gluon_elementwise_add_tma
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "extract"))
-
-from protocols import gluon_elementwise_add_tma  # noqa: E402
-
-from legalsat.extract.protocol_synth import TmaPipelineSpec, synthesize_tma_pipeline  # noqa: E402
-from legalsat.extract.protocol_verify import verify_protocol  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,6 +1,6 @@
 """Calibrate the planner's cost model on one GPU run and report it (benchmarks/RESULTS.md).
 
-    python benchmarks/bench_kernels.py report path/to/kernel_results.json
+    python -m benchmarks.bench_kernels report path/to/kernel_results.json
 
 The fit is of the planner's own model, not of a copy of it: every estimate comes from the
 planner (a what-if target whose cost facts are the candidate values). Efficiencies enter the
@@ -19,6 +19,8 @@ import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
+
+from legalsat.testing.workloads import Workload
 
 HERE = Path(__file__).resolve().parent
 PARAMS = ("w1", "w2", "w4", "w8", "w16", "tma", "tma_transpose", "staged", "shuffle", "shuffle_gather",
@@ -53,9 +55,9 @@ class WhatIf:
         self.n = 0
 
     def estimates(self, facts) -> dict[tuple[str, str], float]:
-        from legalsat.analyses.targets import TARGETS
-        from legalsat.analyses.targets.sm90 import SM90
-        from legalsat.pipeline import optimize
+        from legalsat.api import optimize
+        from legalsat.targets import TARGETS
+        from legalsat.targets.sm90 import SM90
 
         self.n += 1
         TARGETS["sm90"] = replace(SM90, cost=facts)
@@ -144,12 +146,12 @@ def regrets(entries: dict, meas: dict, est: dict) -> dict[str, dict]:
 
 
 def report(results_path: Path) -> None:
-    from legalsat.analyses.targets.calibration import cost_document, cost_path
-    from legalsat.analyses.targets.sm90 import ANALYTIC
+    from legalsat.targets.calibration import cost_document, cost_path
+    from legalsat.targets.sm90 import ANALYTIC
 
     results = json.loads(results_path.read_text())
     plans = json.loads((HERE / "kernel_plans.json").read_text())
-    entries = {name: {"workload_request": _request(e["workload"])} for name, e in plans.items()}
+    entries = {name: {"workload_request": Workload(**e["workload"]).request()} for name, e in plans.items()}
     meas, variants = measured(results, plans)
     analytic = replace(ANALYTIC, copy_bandwidth_gbps=int(round(results["copy_gbps"])))
     before = regrets(entries, meas, WhatIf(entries).estimates(analytic))  # the uncalibrated model
@@ -181,12 +183,6 @@ def write_section(path: Path, md: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + block
     path.write_text(text)
-
-
-def _request(workload: dict) -> dict:
-    """The optimize request of a recorded workload (as the benchmark planned it)."""
-    return {"request_id": workload["name"], "target": "sm90", "op": workload["op"],
-            "options": {"max_plans": 5, "allow_padding": workload.get("allow_padding", False)}}
 
 
 def results_md(results, variants, meas, before, after, facts, rounds, resid) -> str:

@@ -1,6 +1,6 @@
 """Bounded load test of the legalsat service (loopback only; stops by itself).
 
-    python benchmarks/load_test.py [--url URL] [--clients 32] [--seconds 30] [--workers 2]
+    python -m benchmarks.load_test [--url URL] [--clients 32] [--seconds 30] [--workers 2]
 
 Without --url it starts `legalsat serve` on a free loopback port with a fresh plan cache.
 Phase 1 (mixed): `clients` concurrent clients for `seconds` send a mix of
@@ -33,6 +33,8 @@ from pathlib import Path
 
 import httpx
 
+from legalsat.testing.planner_suite import suite_request
+
 CACHED = [
     {"op": {"kind": "copy", "src": {"dtype": dt, "shape": [m, n], "strides": [n, 1]},
             "dst": {"dtype": dt, "shape": [m, n], "strides": [1, m]}}}
@@ -46,10 +48,7 @@ CACHED = [
 ]
 
 # the planner suite's rank-7 copy with a node limit far above the default: seconds of planning
-_SUITE = Path(__file__).resolve().parent / "planner_suite.jsonl"
-DEADLINE = {"op": next(r["op"] for r in map(json.loads, _SUITE.read_text().splitlines())
-                       if r.get("request_id") == "rank7-contiguous-fp32"),
-            "options": {"node_limit": 2_000_000, "timeout_ms": 60}}
+DEADLINE = {"op": suite_request("rank7-contiguous-fp32")["op"], "options": {"node_limit": 2_000_000, "timeout_ms": 60}}
 
 
 UNCACHED_DEADLINE_MS = 5000
@@ -222,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         result = run(args.url, args.clients, args.seconds, args.cached_seconds)
     else:
-        from legalsat.server.testing import LiveServer
+        from legalsat.testing.live_server import LiveServer
 
         with tempfile.TemporaryDirectory() as d, \
                 LiveServer(workers=args.workers, cache_path=str(Path(d) / "plans.sqlite3"),

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import functools
 import os
-import sys
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
-sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 
 @functools.cache

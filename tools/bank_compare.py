@@ -1,6 +1,6 @@
 """Compare legalsat's sm90 bank model with Nsight Compute measurements; export the CI corpus.
 
-    python3 tools/bank_compare.py MEASURED.jsonl|bank.tar.gz... [--export tests/data/bank_sm90_ncu.jsonl.gz]
+    python -m tools.bank_compare MEASURED.jsonl|bank.tar.gz... [--export tests/data/bank_sm90_ncu.jsonl.gz]
 
 Inputs are tools/bank_probe.py outputs (bank_measured.jsonl, or the bank.tar.gz packed by
 tools/gpu_ground_truth.sh). Prints, per (op, access width), how many instructions the
@@ -14,14 +14,10 @@ import argparse
 import collections
 import gzip
 import json
-import os
-import sys
 import tarfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
 from legalsat.analyses.bank_conflicts import analyze_access  # noqa: E402
-from legalsat.analyses.targets import SM90  # noqa: E402
+from legalsat.targets import SM90  # noqa: E402
 from legalsat.terms.smem import MemOp, SharedAccess  # noqa: E402
 
 OPS = {"ld": MemOp.LOAD, "st": MemOp.STORE}

@@ -1,6 +1,6 @@
 """Measure shared-memory wavefronts per warp instruction with Nsight Compute (GPU machine).
 
-    python3 tools/bank_probe.py --out DIR [--seed 7] [--batch 400] [--limit N]
+    python -m tools.bank_probe --out DIR [--seed 7] [--batch 400] [--limit N]
 
 Builds the corpus (`corpus(seed)`: strides, padded pitches, TMA-swizzled tile rows and
 columns, ldmatrix-style 8x16-byte row groups, broadcasts, partial masks, random offsets;
@@ -267,19 +267,18 @@ def pair_rule_study(rng: random.Random) -> list[dict]:
 def structured_cases() -> list[dict]:
     """The first instructions of structured tile walks (what the planner asks about), so
     the raw model is measured on exactly the addresses the structured form produces."""
-    sys.path.insert(0, os.path.dirname(HERE))
     from legalsat.analyses.smem_layout import reduce_tile_access
-    from legalsat.analyses.targets import SM90
-    from legalsat.errors import InputError
+    from legalsat.diagnostics import InputError
+    from legalsat.targets import SM90
     from legalsat.terms.dtypes import dtype
-    from legalsat.terms.smem import MemOp, SmemTile, TileAccess, TileSwizzle, WarpPattern
+    from legalsat.terms.smem import TILE_SWIZZLES, MemOp, SmemTile, TileAccess, WarpPattern
 
     cases: list[dict] = []
     for dt, cols in (("bfloat16", 64), ("float32", 32), ("uint8", 128), ("bfloat16", 128)):
         d = dtype(dt)
         row = cols * d.storage_bits // 8
         for pad in (0, 4, 8, 16, 128):
-            for sw in TileSwizzle:
+            for sw in TILE_SWIZZLES:
                 for pattern in WarpPattern:
                     for vbytes in (4, 8, 16):
                         for op in (MemOp.LOAD, MemOp.STORE):

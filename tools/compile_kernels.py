@@ -1,6 +1,6 @@
 """Compile every emitted kernel of the benchmark plans for sm90, without a GPU.
 
-    python tools/compile_kernels.py [PLANS.json ...]   # default: benchmarks/kernel_{cases,plans}.json
+    python -m tools.compile_kernels [PLANS.json ...]   # default: benchmarks/kernel_{cases,plans}.json
 
 Triton compiles to a cubin on any machine (its ptxas is bundled), so the Gluon kernels,
 which never run in the interpreter, and the GPU lowering of every tl kernel are checked in CI
@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 POINTER = {1: "*i8", 2: "*i16", 4: "*i32", 8: "*i64"}
 SCALAR = {"int32": "*i32", "int64": "*i64"}

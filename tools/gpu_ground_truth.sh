@@ -14,11 +14,11 @@ export PYTHONUNBUFFERED=1
   python3 -c 'import importlib.metadata as m; print("cuda-bindings", m.version("cuda-bindings"))';
   ncu --version | tail -1; nvcc --version | tail -1; } 2>&1 | tee "$out/machine.txt"
 if [[ $what == tma || $what == all ]]; then
-  python3 tools/tma_probe.py --out "$work/tma" ${TMA_ARGS:-} 2>&1 | tee "$out/tma.log"
+  python -m tools.tma_probe --out "$work/tma" ${TMA_ARGS:-} 2>&1 | tee "$out/tma.log"
   tar -C "$work" -czf "$out/tma.tar.gz" tma
 fi
 if [[ $what == bank || $what == all ]]; then
-  python3 tools/bank_probe.py --out "$work/bank" ${BANK_ARGS:-} 2>&1 | tee "$out/bank.log"
+  python -m tools.bank_probe --out "$work/bank" ${BANK_ARGS:-} 2>&1 | tee "$out/bank.log"
   rm -f "$work/bank/bank_probe"
   tar -C "$work" -czf "$out/bank.tar.gz" bank
 fi

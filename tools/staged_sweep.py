@@ -1,7 +1,7 @@
 """Tile shapes and warps of the staged transpose, measured on the GPU (the data behind the
-field solver's staged-tile rule in legalsat.extract.solve).
+field solver's staged-tile rule in legalsat.planner.solve).
 
-    python tools/staged_sweep.py [NAME ...]   # on the GPU machine; writes $OUT/staged_sweep.json
+    python -m tools.staged_sweep [NAME ...]   # on the GPU machine; writes $OUT/staged_sweep.json
 
 For every transposing workload of benchmarks/kernel_plans.json, the staged plan's kernel is
 re-emitted with each tile (dst-contiguous x src-contiguous extent) and warp count, checked
@@ -16,16 +16,14 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 
 def main() -> None:
     import torch
     from triton.testing import do_bench
 
-    from legalsat.clients.torch_reference import make_inputs, poison, reference, same_bits
     from legalsat.clients.triton import build_kernel
     from legalsat.kernels.words import transposed_dims, word_piece
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
     plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
     dev = torch.device("cuda")

@@ -1,6 +1,6 @@
 """Compare legalsat's TMA legality model with recorded driver verdicts; export the CI corpus.
 
-    python3 tools/tma_compare.py PROBE_DIR_OR_TAR... [--export tests/data/tma_sm90_driver_corpus.jsonl.gz]
+    python -m tools.tma_compare PROBE_DIR_OR_TAR... [--export tests/data/tma_sm90_driver_corpus.jsonl.gz]
 
 Each argument is the output of tools/tma_probe.py (a directory, or the tma.tar.gz that
 tools/gpu_ground_truth.sh packs). The descriptors are regenerated from their seeds (grid
@@ -26,15 +26,12 @@ import sys
 import tarfile
 import tempfile
 
+from legalsat.analyses.tma_legality import check_descriptor
+from legalsat.targets import SM90, SM100
+from legalsat.terms.descriptor import TmaDescriptor
+from tools import tma_generator as gen
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(HERE))
-
-import tma_generator as gen  # noqa: E402
-
-from legalsat.analyses.targets import SM90, SM100  # noqa: E402
-from legalsat.analyses.tma_legality import check_descriptor  # noqa: E402
-from legalsat.terms.descriptor import TmaDescriptor  # noqa: E402
 
 
 def _open_probe(path: str) -> str:

@@ -1,6 +1,6 @@
 """Ask the real CUDA driver which TMA descriptors it accepts (run on a GPU machine).
 
-    python3 tools/tma_probe.py --out DIR [--chunks 64] [--per-chunk 20000] [--seed0 1000]
+    python -m tools.tma_probe --out DIR [--chunks 64] [--per-chunk 20000] [--seed0 1000]
 
 Probes `cuda.bindings.driver.cuTensorMapEncodeTiled` with the descriptors of
 `tma_generator.descriptors(seed, n)` for seeds seed0 .. seed0+chunks-1 (and, with --grid,
@@ -29,9 +29,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import tma_generator as gen  # noqa: E402
+from tools import tma_generator as gen
 
 ENUM = {
     "interleave": {v: i for i, v in enumerate(gen.INTERLEAVES)},

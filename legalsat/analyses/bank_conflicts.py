@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from legalsat.analyses.targets import Target
+from legalsat.targets import Target
 from legalsat.terms.smem import MemOp, SharedAccess
 
 
@@ -50,11 +50,6 @@ class BankReport:
     def conflict_ways(self) -> float:
         return self.wavefronts / self.ideal_wavefronts if self.ideal_wavefronts else 1.0
 
-    def to_dict(self) -> dict:
-        return {"wavefronts": self.wavefronts, "ideal_wavefronts": self.ideal_wavefronts,
-                "conflict_ways": self.conflict_ways,
-                "phases": [{"lanes": list(p.lanes), "wavefronts": p.wavefronts}
-                           for p in self.phases]}
 
 
 def phase_cost(addresses: tuple[int | None, ...], lanes: tuple[int, ...], access_bytes: int,

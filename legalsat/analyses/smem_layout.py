@@ -10,12 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from legalsat.analyses.bank_conflicts import BankReport, analyze_access
-from legalsat.analyses.targets import Target
-from legalsat.errors import ErrorDetail, InputError
-from legalsat.terms.smem import SharedAccess, TileAccess, TileSwizzle, WarpPattern
+from legalsat.diagnostics import Code, InputError
+from legalsat.targets import Target
+from legalsat.terms.descriptor import Swizzle
+from legalsat.terms.integers import cdiv
+from legalsat.terms.smem import SharedAccess, TileAccess, WarpPattern
 
 
-def swizzle_offset(offset: int, swizzle: TileSwizzle) -> int:
+def swizzle_offset(offset: int, swizzle: Swizzle) -> int:
     """Where TMA puts logical byte `offset` of a 1024-byte-aligned tile in shared memory.
 
     The 16-byte chunk index inside each span (bits 4 .. 4+log2(span/16)) is XORed with the
@@ -29,7 +31,7 @@ def swizzle_offset(offset: int, swizzle: TileSwizzle) -> int:
 
 
 def _problem(msg: str, fix: str, field: str) -> InputError:
-    return InputError([ErrorDetail("invalid_input", msg, fix, field)])
+    return Code.INVALID_INPUT.error(msg, fix, field)
 
 
 def _check(x: TileAccess, lanes: int) -> int:
@@ -58,7 +60,7 @@ def _check(x: TileAccess, lanes: int) -> int:
     if t.cols % x.vector:
         raise _problem(f"{t.cols} columns do not split into vectors of {x.vector}",
                        f"use a vector that divides {t.cols}", "access.vector")
-    if t.swizzle is not TileSwizzle.NONE and t.row_pitch_bytes % 128:
+    if t.swizzle is not Swizzle.NONE and t.row_pitch_bytes % 128:
         raise _problem(f"swizzle {t.swizzle.value} needs rows in whole 128-byte units, got a "
                        f"{t.row_pitch_bytes}-byte pitch",
                        'pad rows to a multiple of 128 bytes, or use swizzle "none"',
@@ -96,14 +98,6 @@ class TileReport:
     def conflict_ways(self) -> float:
         return self.wavefronts / self.ideal_wavefronts if self.ideal_wavefronts else 1.0
 
-    def to_dict(self) -> dict:
-        return {"wavefronts": self.wavefronts, "ideal_wavefronts": self.ideal_wavefronts,
-                "conflict_ways": self.conflict_ways,
-                "phases": [],
-                "accesses": [{"instruction": i, "wavefronts": r.wavefronts,
-                              "ideal_wavefronts": r.ideal_wavefronts,
-                              "conflict_ways": r.conflict_ways}
-                             for i, r in enumerate(self.instructions)]}
 
 
 MAX_INSTRUCTIONS = 4096
@@ -138,7 +132,7 @@ def reduce_tile_access(x: TileAccess, target: Target) -> list[SharedAccess]:
                     row = rb + (m % 2) * 8 + r
                     units.append(swizzle_offset(row * t.row_pitch_bytes + cb + (m // 2) * 16,
                                                 t.swizzle))
-    count = -(-len(units) // lanes)
+    count = cdiv(len(units), lanes)
     if count > MAX_INSTRUCTIONS:
         raise _problem(f"walking this tile takes {count} warp instructions; the limit is "
                        f"{MAX_INSTRUCTIONS}", "analyze a smaller tile (the pattern repeats)", "tile")

@@ -16,38 +16,55 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 
-from legalsat.analyses.targets import Target, TmaFacts
-from legalsat.analyses.verdict import Verdict, Violation
+from legalsat.diagnostics import Code, Diagnostic
+from legalsat.targets import Target, TmaFacts
 from legalsat.terms.descriptor import Interleave, OobFill, Swizzle, TmaDescriptor
+from legalsat.terms.integers import cdiv
 
-RuleFn = Callable[[TmaDescriptor, TmaFacts, list[Violation]], None]
+# What a rule's check appends for each violation it finds: (index in the rule's list field or
+# None, message, fix); `check_descriptor` makes them Diagnostics of the rule's code.
+Found = tuple[int | None, str, str]
+RuleFn = Callable[[TmaDescriptor, TmaFacts, list[Found]], None]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A named legality rule: `name` is the stable id reported in violations."""
+    """A legality rule: its catalogue code (stable id, field, summary) and its check."""
 
-    name: str
-    field: str
-    summary: str
+    code: Code
     check: RuleFn
+
+    @property
+    def name(self) -> str:
+        return self.code.id
 
 
 RULES: list[Rule] = []
 
 
-def rule(name: str, field: str, summary: str) -> Callable[[RuleFn], RuleFn]:
+def rule(code: Code) -> Callable[[RuleFn], RuleFn]:
     """Register a rule; the order of registration is the order violations are reported."""
 
     def register(fn: RuleFn) -> RuleFn:
-        RULES.append(Rule(name, field, summary, fn))
+        RULES.append(Rule(code, fn))
         return fn
 
     return register
 
 
-def _v(name: str, field: str, index: int | None, message: str, fix: str) -> Violation:
-    return Violation(name, field, index, message, fix)
+@dataclass(frozen=True)
+class Verdict:
+    """Legal exactly when there are no violations (the invariant every rule keeps)."""
+
+    violations: tuple[Diagnostic, ...] = ()
+
+    @property
+    def legal(self) -> bool:
+        return not self.violations
+
+    @property
+    def rules(self) -> tuple[str, ...]:
+        return tuple(v.id for v in self.violations)
 
 
 def _elem(d: TmaDescriptor) -> str:
@@ -62,18 +79,18 @@ def _elems_for_bytes(d: TmaDescriptor, nbytes: int) -> int:
 
 # --- rank ---------------------------------------------------------------------------------
 
-@rule("rank.range", "rank", "rank is between 1 and the target's maximum (5)")
-def _rank_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.RANK_RANGE)
+def _rank_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if not 1 <= d.rank <= f.max_rank:
-        out.append(_v("rank.range", "rank", None,
+        out.append((None,
                  f"rank is {d.rank}; TMA descriptors have 1 to {f.max_rank} dimensions",
                  f"merge contiguous dimensions (or split the copy) to reach rank <= {f.max_rank}"))
 
 
-@rule("rank.interleave_min", "rank", "interleaved layouts need rank >= 3")
-def _rank_interleave(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.RANK_INTERLEAVE_MIN)
+def _rank_interleave(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if d.interleave is not Interleave.NONE and 1 <= d.rank < f.min_rank_interleaved:
-        out.append(_v("rank.interleave_min", "rank", None,
+        out.append((None,
                  f"interleave {d.interleave.value} needs rank >= {f.min_rank_interleaved} "
                  f"(e.g. NC/8HWC8), got rank {d.rank}",
                  'use interleave "none", or describe the tensor with its C/8 (or C/16) '
@@ -82,10 +99,10 @@ def _rank_interleave(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> Non
 
 # --- dtype ----------------------------------------------------------------------------------
 
-@rule("dtype.supported", "dtype", "the target's TMA unit supports the dtype")
-def _dtype_supported(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.DTYPE_SUPPORTED)
+def _dtype_supported(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if d.dtype.name not in f.dtypes:
-        out.append(_v("dtype.supported", "dtype", None,
+        out.append((None,
                  f"dtype {d.dtype.name} is not supported by this target's TMA "
                  "(packed sub-byte types are sm100 formats)",
                  "use target sm100, or copy the packed data as uint8 / uint16 elements"))
@@ -99,25 +116,24 @@ def _address_align(d: TmaDescriptor) -> int:
     return 16
 
 
-@rule("global_address.align", "global_address", "base address aligned to 16 bytes (32 for "
-      "interleave 32B and 16-byte-aligned packed types)")
-def _address_aligned(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.GLOBAL_ADDRESS_ALIGN)
+def _address_aligned(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     align = _address_align(d)
     if d.global_address % align:
         why = "interleave 32B" if d.interleave is Interleave.B32 else (
             d.dtype.name if align == 32 else "TMA")
-        out.append(_v("global_address.align", "global_address", None,
+        out.append((None,
                  f"global_address {d.global_address:#x} is {d.global_address % align} bytes past a "
                  f"{align}-byte boundary; {why} needs {align}-byte alignment",
                  f"allocate with at least {align}-byte alignment, or start the view at "
                  f"{d.global_address - d.global_address % align:#x} and offset the box coordinates"))
 
 
-@rule("global_address.range", "global_address", "address inside the 57-bit virtual address space")
-def _address_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.GLOBAL_ADDRESS_RANGE)
+def _address_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if f.address_limit is not None and d.global_address >= f.address_limit:
         bits = f.address_limit.bit_length() - 1
-        out.append(_v("global_address.range", "global_address", None,
+        out.append((None,
                  f"global_address {d.global_address:#x} is outside the {bits}-bit GPU virtual "
                  "address space",
                  f"pass a device pointer (below 2^{bits}); this value looks like a host pointer, "
@@ -126,27 +142,26 @@ def _address_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
 
 # --- global dims ----------------------------------------------------------------------------
 
-@rule("global_dim.range", "global_dim", "every dimension between 1 and 2^32")
-def _dim_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.GLOBAL_DIM_RANGE)
+def _dim_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     for i, n in enumerate(d.global_dim):
         if not 1 <= n <= f.max_global_dim:
-            out.append(_v("global_dim.range", "global_dim", i,
+            out.append((i,
                      f"global_dim[{i}] is {n}; each dimension holds 1 to 2^32 elements",
                      "drop empty tensors before building a descriptor" if n == 0 else
                      f"split dimension {i} into two dimensions (e.g. {n} = a x b with both <= 2^32)"))
 
 
-@rule("global_dim.packed_multiple", "global_dim", "packed types: global_dim[0] multiple of 128 "
-      "(16-byte-aligned packets) or 2 (16u4_align8b)")
-def _dim_packed(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.GLOBAL_DIM_PACKED_MULTIPLE)
+def _dim_packed(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if not d.dtype.packed or not d.global_dim:
         return
     need = 2 if d.dtype.name == "16u4_align8b" else 128
     if d.global_dim[0] % need:
-        out.append(_v("global_dim.packed_multiple", "global_dim", 0,
+        out.append((0,
                  f"global_dim[0] is {d.global_dim[0]}; {d.dtype.name} needs a multiple of {need} "
                  "values in the innermost dimension",
-                 f"pad the innermost dimension to {-(-d.global_dim[0] // need) * need} values"))
+                 f"pad the innermost dimension to {cdiv(d.global_dim[0], need) * need} values"))
 
 
 # --- global strides -------------------------------------------------------------------------
@@ -155,35 +170,34 @@ def _stride_align(d: TmaDescriptor) -> int:
     return _address_align(d)
 
 
-@rule("global_strides.align", "global_strides", "strides (bytes) multiples of 16 (32 for "
-      "interleave 32B / 16-byte-aligned packed types)")
-def _stride_aligned(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.GLOBAL_STRIDES_ALIGN)
+def _stride_aligned(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     align = _stride_align(d)
     for i, s in enumerate(d.global_strides):
         if s % align:
-            up = -(-s // align) * align
-            out.append(_v("global_strides.align", "global_strides", i,
+            up = cdiv(s, align) * align
+            out.append((i,
                      f"global_strides[{i}] is {s} bytes, not a multiple of {align}",
                      f"pad the row pitch to {up} bytes (allocate with a padded leading dimension), "
                      "or use a pointer-based copy for this tensor"))
 
 
-@rule("global_strides.range", "global_strides", "strides below 2^40 bytes")
-def _stride_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.GLOBAL_STRIDES_RANGE)
+def _stride_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     for i, s in enumerate(d.global_strides):
         if s >= f.global_stride_limit:
-            out.append(_v("global_strides.range", "global_strides", i,
+            out.append((i,
                      f"global_strides[{i}] is {s} bytes; TMA strides must be below 2^40 (1 TiB)",
                      "describe the tensor from a closer base, or split it into several descriptors"))
 
 
 # --- box --------------------------------------------------------------------------------------
 
-@rule("box_dim.range", "box_dim", "every box dimension between 1 and 256")
-def _box_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.BOX_DIM_RANGE)
+def _box_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     for i, b in enumerate(d.box_dim):
         if not 1 <= b <= f.max_box_dim:
-            out.append(_v("box_dim.range", "box_dim", i,
+            out.append((i,
                      f"box_dim[{i}] is {b}; a box dimension holds 1 to {f.max_box_dim} elements",
                      "use box_dim >= 1" if b == 0 else
                      f"split dimension {i} into two (e.g. {b} = {_split_hint(b, f.max_box_dim)}) "
@@ -193,14 +207,14 @@ def _box_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
 def _split_hint(n: int, cap: int) -> str:
     """'a x b' with both factors <= cap when n has such a split, else a copy count."""
     if n <= cap * cap:
-        for a in range(-(-n // cap), int(n ** 0.5) + 1):
+        for a in range(cdiv(n, cap), int(n ** 0.5) + 1):
             if n % a == 0:
                 return f"{a} x {n // a}"
-    return f"{-(-n // cap)} copies of <= {cap}"
+    return f"{cdiv(n, cap)} copies of <= {cap}"
 
 
-@rule("box_dim.inner_bytes", "box_dim", "box_dim[0] x element size is a multiple of 16 bytes")
-def _box_inner(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.BOX_DIM_INNER_BYTES)
+def _box_inner(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if not d.box_dim:
         return
     if d.interleave is not Interleave.NONE and not f.inner_16b_with_interleave:
@@ -208,23 +222,23 @@ def _box_inner(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
     bits = d.box_dim[0] * d.dtype.storage_bits
     if bits % 128:
         unit = _elems_for_bytes(d, 16)
-        up = -(-d.box_dim[0] // unit) * unit
-        out.append(_v("box_dim.inner_bytes", "box_dim", 0,
+        up = cdiv(d.box_dim[0], unit) * unit
+        out.append((0,
                  f"inner box is {bits / 8:g} bytes (box_dim[0]={d.box_dim[0]} x {_elem(d)}); "
                  "TMA moves whole 16-byte units",
                  f"use box_dim[0] as a multiple of {unit} for {d.dtype.name} (e.g. {up})"))
 
 
-@rule("box_dim.packed_inner", "box_dim", "16-byte-aligned packed types: box_dim[0] == 128")
-def _box_packed(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.BOX_DIM_PACKED_INNER)
+def _box_packed(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if d.dtype.name in ("16u4_align16b", "16u6_align16b") and d.box_dim and d.box_dim[0] != 128:
-        out.append(_v("box_dim.packed_inner", "box_dim", 0,
+        out.append((0,
                  f"box_dim[0] is {d.box_dim[0]}; {d.dtype.name} boxes are exactly 128 values wide",
                  "use box_dim[0] = 128"))
 
 
-@rule("box_dim.swizzle_span", "box_dim", "with a swizzle, the inner box fits the swizzle span")
-def _box_swizzle(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.BOX_DIM_SWIZZLE_SPAN)
+def _box_swizzle(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if d.interleave is not Interleave.NONE or d.swizzle is Swizzle.NONE or not d.box_dim:
         return
     span = d.swizzle.span_bytes
@@ -235,13 +249,13 @@ def _box_swizzle(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
         fix = f"use box_dim[0] <= {fits} for {d.dtype.name}"
         fix += f", or swizzle {wider}" if wider and nbytes <= 128 else \
             ", and cover the row with several boxes (box_dim[0] <= span)"
-        out.append(_v("box_dim.swizzle_span", "box_dim", 0,
+        out.append((0,
                  f"inner box is {nbytes:g} bytes but swizzle {d.swizzle.value} spans {span} bytes",
                  fix))
 
 
-@rule("box_dim.footprint", "box_dim", "one copy moves at most the target's shared memory per SM")
-def _box_footprint(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.BOX_DIM_FOOTPRINT)
+def _box_footprint(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if f.box_footprint_limit is None or not d.box_dim or not 1 <= d.rank <= f.max_rank:
         return
     if not all(1 <= e <= f.max_element_stride for e in d.element_strides):
@@ -256,7 +270,7 @@ def _box_footprint(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
         big = max(dims or [0], key=lambda i: counts[i])
         others = nbytes // counts[big] if counts[big] else nbytes
         allowed = f.box_footprint_limit // max(others, 1)
-        out.append(_v("box_dim.footprint", "box_dim", big,
+        out.append((big,
                  f"the box moves {nbytes} bytes per copy ({' x '.join(map(str, counts))} x "
                  f"{_elem(d)}); this target accepts at most {f.box_footprint_limit} bytes "
                  "(the shared memory of one SM)",
@@ -266,11 +280,11 @@ def _box_footprint(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
 
 # --- element strides --------------------------------------------------------------------------
 
-@rule("element_strides.range", "element_strides", "every element stride between 1 and 8")
-def _es_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.ELEMENT_STRIDES_RANGE)
+def _es_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     for i, e in enumerate(d.element_strides):
         if not 1 <= e <= f.max_element_stride:
-            out.append(_v("element_strides.range", "element_strides", i,
+            out.append((i,
                      f"element_strides[{i}] is {e}; traversal strides are 1 to {f.max_element_stride}",
                      "use 1 for a dense box" if e == 0 else
                      f"fold the stride into the tensor (view dimension {i} with a {e}x larger "
@@ -279,20 +293,20 @@ def _es_range(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
 
 # --- swizzle / interleave ---------------------------------------------------------------------
 
-@rule("swizzle.supported", "swizzle", "the target supports the swizzle mode")
-def _swizzle_supported(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.SWIZZLE_SUPPORTED)
+def _swizzle_supported(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if d.swizzle.value not in f.swizzles:
-        out.append(_v("swizzle.supported", "swizzle", None,
+        out.append((None,
                  f"swizzle {d.swizzle.value} is not supported on this target "
                  "(the 128B_atom_* modes are sm100 features)",
                  'use swizzle "128B" (16-byte atoms) on this target'))
 
 
-@rule("swizzle.interleave_32b", "swizzle", "interleave 32B requires swizzle 32B (documented)")
-def _swizzle_interleave(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.SWIZZLE_INTERLEAVE_32B)
+def _swizzle_interleave(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if f.interleave_32b_needs_swizzle_32b and d.interleave is Interleave.B32 \
             and d.swizzle is not Swizzle.B32:
-        out.append(_v("swizzle.interleave_32b", "swizzle", None,
+        out.append((None,
                  f"interleave 32B is documented to require swizzle 32B, got {d.swizzle.value}",
                  'use swizzle "32B" with interleave "32B"'))
 
@@ -303,36 +317,36 @@ _PACKED_SWIZZLES = {
 }
 
 
-@rule("swizzle.packed", "swizzle", "16-byte-aligned packed types allow only some swizzles")
-def _swizzle_packed(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.SWIZZLE_PACKED)
+def _swizzle_packed(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     allowed = _PACKED_SWIZZLES.get(d.dtype.name)
     if allowed is not None and d.swizzle.value not in allowed:
-        out.append(_v("swizzle.packed", "swizzle", None,
+        out.append((None,
                  f"{d.dtype.name} does not support swizzle {d.swizzle.value}",
                  f"use one of: {', '.join(sorted(allowed))}"))
 
 
-@rule("interleave.packed", "interleave", "16u6_align16b requires interleave none")
-def _interleave_packed(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.INTERLEAVE_PACKED)
+def _interleave_packed(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if d.dtype.name == "16u6_align16b" and d.interleave is not Interleave.NONE:
-        out.append(_v("interleave.packed", "interleave", None,
+        out.append((None,
                  f"16u6_align16b cannot be interleaved (got {d.interleave.value})",
                  'use interleave "none"'))
 
 
 # --- oob fill -----------------------------------------------------------------------------------
 
-@rule("oob_fill.float_only", "oob_fill", "NaN fill needs a (non-packed) floating-point dtype")
-def _oob(d: TmaDescriptor, f: TmaFacts, out: list[Violation]) -> None:
+@rule(Code.OOB_FILL_FLOAT_ONLY)
+def _oob(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     if d.oob_fill is OobFill.NAN_REQUEST_ZERO_FMA and (not d.dtype.is_float or d.dtype.packed):
-        out.append(_v("oob_fill.float_only", "oob_fill", None,
+        out.append((None,
                  f"oob_fill nan_request_zero_fma needs a floating-point dtype, got {d.dtype.name}",
                  'use oob_fill "none" (out-of-bounds elements read as zero)'))
 
 
 # --- entry point ----------------------------------------------------------------------------------
 
-_CHECKS = tuple(r.check for r in RULES)
+_CHECKS = tuple((r.check, r.code) for r in RULES)
 
 
 class NoTma(ValueError):
@@ -344,12 +358,17 @@ def check_descriptor(desc: TmaDescriptor, target: Target) -> Verdict:
 
     Invariant: `desc` satisfies TmaDescriptor's structural invariants (list lengths match
     rank, integers fit the driver's C types): the parsers guarantee it. Raises NoTma for a
-    target without TMA (e.g. gfx942).
+    target without TMA (e.g. gfx942); callers resolve targets with `resolve_target(...,
+    need_tma=True)` first.
     """
     facts = target.tma
     if facts is None:
         raise NoTma(f"target {target.name} has no TMA unit; TMA descriptors apply to sm90 and sm100")
-    out: list[Violation] = []
-    for check in _CHECKS:
-        check(desc, facts, out)
+    found: list[Found] = []
+    out: list[Diagnostic] = []
+    for check, code in _CHECKS:
+        check(desc, facts, found)
+        if found:
+            out.extend(code.at(message, fix, index=index) for index, message, fix in found)
+            found.clear()
     return Verdict(tuple(out))

@@ -17,7 +17,8 @@ import json
 import sys
 from collections.abc import Callable
 
-from legalsat.errors import InputError, internal_error
+from legalsat.diagnostics import Code, InputError, internal_error
+from legalsat.schemas.base import compact_json
 from legalsat.settings import get_settings
 
 
@@ -25,72 +26,75 @@ def _open_input(path: str):
     return sys.stdin.buffer if path == "-" else open(path, "rb")
 
 
-def _dumps(obj: dict) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
+_LEGAL = compact_json({"legal": True, "violations": []})
 
 
-_LEGAL = _dumps({"legal": True, "violations": []})
+def _model_line(model) -> bytes:
+    return model.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
 @functools.cache
 def _descriptor_handler(target_name: str) -> Callable[[bytes], bytes]:
-    from legalsat.analyses.tma_legality import check_descriptor
-    from legalsat.schemas.descriptors import parse_descriptor, resolve_tma_target
+    from legalsat import api
+    from legalsat.targets import resolve_target
 
-    target = resolve_tma_target(target_name)
+    resolve_target(target_name, need_tma=True)  # a bad target is a usage error, before any input
 
     def handle(line: bytes) -> bytes:
-        verdict = check_descriptor(parse_descriptor(line), target)
-        return _LEGAL if verdict.legal else _dumps(verdict.to_dict())
+        verdict = api.validate_descriptor(line, target_name)
+        return _LEGAL if verdict.legal else _model_line(verdict)
 
     return handle
 
 
 def _descriptor_error(err: InputError) -> bytes:
-    from legalsat.schemas.descriptors import error_verdict
+    from legalsat.schemas.descriptors import error_line
 
-    return _dumps(error_verdict(err))
+    return compact_json(error_line(err))
 
 
 @functools.cache
 def _bank_handler(target_name: str) -> Callable[[bytes], bytes]:
-    from legalsat.schemas.bank import bank_report, parse_bank_request, resolve_bank_target
+    from legalsat import api
+    from legalsat.targets import resolve_target
 
-    resolve_bank_target(target_name)  # an unknown default target is a usage error
+    resolve_target(target_name)  # an unknown default target is a usage error
 
     def handle(line: bytes) -> bytes:
-        term, target = parse_bank_request(line, target_name)
-        return _dumps(bank_report(term, target))
+        return _model_line(api.analyze_bank_conflicts(line, target_name))
 
     return handle
 
 
 def _bank_error(err: InputError) -> bytes:
-    from legalsat.schemas.bank import error_report
+    from legalsat.schemas.bank import error_line
 
-    return _dumps(error_report(err))
+    return compact_json(error_line(err))
 
 
 @functools.cache
 def _pipeline_handler(target_name: str) -> Callable[[bytes], bytes]:
-    from legalsat.schemas.pipeline import verdict_json
+    from legalsat import api
 
-    return verdict_json  # protocols are target-independent
+    def handle(line: bytes) -> bytes:  # protocols are target-independent
+        return _model_line(api.verify_pipeline(line))
+
+    return handle
 
 
 def _pipeline_error(err: InputError) -> bytes:
-    from legalsat.schemas.pipeline import error_verdict
+    from legalsat.schemas.protocol import error_line
 
-    return _dumps(error_verdict(err))
+    return compact_json(error_line(err))
 
 
 @functools.cache
 def _plan_handler(target_name: str) -> Callable[[bytes], bytes]:
-    from legalsat.pipeline import optimize
+    from legalsat import api
 
     def handle(line: bytes) -> bytes:
         try:
-            return _dumps(optimize(line))
+            return compact_json(api.optimize(line))
         except InputError:
             raise
         except Exception as e:  # a planner bug must not stop the batch: report it on its line
@@ -100,9 +104,9 @@ def _plan_handler(target_name: str) -> Callable[[bytes], bytes]:
 
 
 def _plan_error(err: InputError) -> bytes:
-    from legalsat.pipeline import error_response
+    from legalsat.schemas.service import error_item
 
-    return _dumps(error_response(err))
+    return compact_json(error_item(err))
 
 
 # command -> (per-line handler factory (cached per process), shaper of input errors)
@@ -152,17 +156,34 @@ def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> Non
 
 
 def _optimize(args: argparse.Namespace) -> int:
-    from legalsat.pipeline import optimize
+    from legalsat.api import optimize
 
     limit = get_settings().max_body_bytes
     with _open_input(args.file) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise InputError.single("too_large", f"the request is over {limit} bytes",
-                                "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")
+        raise Code.TOO_LARGE.error(f"the request is over {limit} bytes",
+                                   "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")
+    if args.stage:
+        from legalsat.api import dump_stages
+
+        sys.stdout.write(json.dumps(dump_stages(data, args.stage), indent=None if args.compact else 2) + "\n")
+        return 0
     out = optimize(data)
     sys.stdout.write(json.dumps(out, indent=None if args.compact else 2) + "\n")
     return 0 if out["status"] == "ok" else 3
+
+
+def _codes(args: argparse.Namespace) -> int:
+    from legalsat.diagnostics import catalogue
+
+    rows = catalogue()
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    for r in rows:
+        sys.stdout.write(f"{r['code']:28s} {r['category']:9s} {r['summary']}\n{'':38s}fix: {r['fix']}\n")
+    return 0
 
 
 def _batch(args: argparse.Namespace) -> int:
@@ -213,8 +234,8 @@ def _emit(args: argparse.Namespace) -> int:
     try:
         obj = json.loads(text)
     except ValueError as e:
-        raise InputError.single("invalid_json", f"{args.file} is not JSON: {e}",
-                                "pass a plan or an optimize response as JSON") from None
+        raise Code.INVALID_JSON.error(f"{args.file} is not JSON: {e}",
+                                      "pass a plan or an optimize response as JSON") from None
     plan, _ = select_plan(obj, args.plan)
     emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)
@@ -223,8 +244,6 @@ def _emit(args: argparse.Namespace) -> int:
             grid = ln.grid if ln.grid != "persistent" else f"persistent over {ln.tiles} tiles"
             print(f"# launch {ln.kernel}[{grid}](" + ", ".join(ln.args) + f"), num_warps={ln.num_warps}",
                   file=sys.stderr)
-        for note in emitted.notes:
-            print(f"# {note}", file=sys.stderr)
     return 0
 
 
@@ -271,7 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reasons, e-graph statistics, stage timings. Exit 3: infeasible.")
     o.add_argument("file", nargs="?", default="-", help="request JSON file, or - for stdin (default)")
     o.add_argument("--compact", action="store_true", help="one-line JSON")
+    o.add_argument("--stage", choices=["saturate", "extract", "solve", "verify"], default=None,
+                   help="instead of the response, print what each planner stage produced, up to this one")
     o.set_defaults(run=_optimize)
+    cd = sub.add_parser("codes", help="print the diagnostic catalogue (every error, rule and reason code)",
+                        description="Every code legalsat reports: its category, what it means and the fix.")
+    cd.add_argument("--json", action="store_true", help="as a JSON array")
+    cd.set_defaults(run=_codes)
     bt = sub.add_parser("batch", help="plan many requests in parallel (JSON Lines in and out, in order)",
                         description="Plans one request per line in worker processes and writes one "
                                     "response or one error object per line, in input order.")

@@ -9,7 +9,7 @@ from any environment, with neither the planner's nor the server's dependencies).
 Each method mirrors one route and returns its JSON body unchanged. Failures keep the
 service's error catalogue:
 
-- 413 and 422 (the request is wrong) raise `legalsat.errors.InputError`, exactly as the
+- 413 and 422 (the request is wrong) raise `legalsat.InputError`, exactly as the
   in-process API does: `e.headline.field` names the field and `e.headline.fix` says what to
   change, so one `except InputError` serves both.
 - Every other failure raises `ServiceError` with the status, the service's code, message and
@@ -27,7 +27,8 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.diagnostics import Code, Diagnostic, InputError
+from legalsat.schemas.base import compact_json
 
 RETRIED = (429, 503)
 
@@ -57,23 +58,32 @@ def _body_of(obj: object) -> bytes:
         obj = obj.model_dump(mode="json", exclude_none=True)
     elif isinstance(obj, list):
         obj = [o.model_dump(mode="json", exclude_none=True) if hasattr(o, "model_dump") else o for o in obj]
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return compact_json(obj)
 
 
 def _error_of(status: int, raw: bytes) -> Exception:
     """The exception for an error answer: InputError for the caller's mistakes, else ServiceError."""
     try:
         err = json.loads(raw)["error"]
-        detail = ErrorDetail(err["code"], err["message"], err.get("fix") or "", err.get("field"))
-        extra = [ErrorDetail(d["code"], d["message"], d.get("fix") or "", d.get("field"))
-                 for d in err.get("details", [])[1:]]
+        detail = _diagnostic(err)
+        extra = [_diagnostic(d) for d in err.get("details", [])[1:]]
     except (ValueError, KeyError, TypeError):
         text = raw[:300].decode("utf-8", "replace")
         return ServiceError(status, "http_error", f"the service answered {status}: {text}",
                             "check the URL points at a legalsat service")
     if status in (413, 422):
         return InputError([detail, *extra])
-    return ServiceError(status, detail.code, detail.message, detail.fix, detail.field)
+    return ServiceError(status, err["code"], detail.message, detail.fix, detail.field)
+
+
+def _diagnostic(err: dict) -> Diagnostic:
+    """An error object of the service as a catalogue diagnostic (a code this client does not
+    know, from a newer service, reads as invalid_input with the service's message)."""
+    try:
+        code = Code.by_id(err["code"])
+    except KeyError:
+        code = Code.INVALID_INPUT
+    return code.at(err["message"], err.get("fix") or "", field=err.get("field"))
 
 
 class Client:
@@ -87,10 +97,10 @@ class Client:
                  timeout_s: float = 120.0, retries: int = 3):
         parsed = urllib.parse.urlparse(url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise InputError.single("invalid_input", f"url {url!r} is not an http(s) URL",
-                                    "pass the service's address, e.g. http://127.0.0.1:8000", "url")
+            raise Code.INVALID_INPUT.error(f"url {url!r} is not an http(s) URL",
+                                           "pass the service's address, e.g. http://127.0.0.1:8000", "url")
         if retries < 0:
-            raise InputError.single("invalid_input", f"retries is {retries}", "pass 0 or more", "retries")
+            raise Code.INVALID_INPUT.error(f"retries is {retries}", "pass 0 or more", "retries")
         self.url = url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
@@ -106,8 +116,8 @@ class Client:
         """POST /v1/optimize/batch: per request, in order, its response or its error object
         (`{"status": "error", "error": {...}}`); a bad item does not fail the others."""
         if not isinstance(requests, list) or not requests:
-            raise InputError.single("invalid_input", "optimize_batch takes a non-empty list of requests",
-                                    "pass [request, ...]; for one request use optimize", "requests")
+            raise Code.INVALID_INPUT.error("optimize_batch takes a non-empty list of requests",
+                                           "pass [request, ...]; for one request use optimize", "requests")
         return self._call("POST", "/v1/optimize/batch", requests)
 
     def validate_descriptor(self, descriptor, target: str | None = None) -> dict:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import BinaryIO
 
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.diagnostics import Code, InputError
 
 LineHandler = Callable[[bytes], bytes]
 ErrorShaper = Callable[[InputError], bytes]
@@ -45,14 +45,10 @@ def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
         line = raw.strip()
         try:
             if not line:
-                raise InputError([ErrorDetail(
-                    "empty_line", f"line {first_line + n} is empty",
-                    "put one JSON object on every line")])
+                raise Code.EMPTY_LINE.error(f"line {first_line + n} is empty")
             if len(line) > max_line_bytes:
-                raise InputError([ErrorDetail(
-                    "line_too_long",
-                    f"line {first_line + n} has {len(line)} bytes; the limit is {max_line_bytes}",
-                    "split the input, or raise LEGALSAT_MAX_BODY_BYTES")])
+                raise Code.LINE_TOO_LONG.error(
+                    f"line {first_line + n} has {len(line)} bytes; the limit is {max_line_bytes}")
             answer = handle(line)
         except InputError as e:
             answer = shape_error(e)

@@ -25,18 +25,21 @@ from pathlib import Path
 
 import torch
 
-from legalsat.clients.torch_reference import WORD_DTYPE
-from legalsat.errors import InputError
-from legalsat.kernels import default_variant, emit, plan_kind, select_plan
+from legalsat.diagnostics import Code, InputError
+from legalsat.kernels import default_variant, emit, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import word_piece
+from legalsat.schemas.plan import PlanOut
+from legalsat.terms.movement import MovementKind
 from legalsat.terms.sexpr import op_from_sexp
 
 INDEX_DTYPES = (torch.int32, torch.int64)
+# integers of each word width: data moved (or compared) as these is bit-exact whatever its dtype
+WORD_DTYPE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def _arg_error(field: str, message: str, fix: str) -> InputError:
-    return InputError.single("invalid_argument", message, fix, field)
+    return Code.INVALID_ARGUMENT.error(message, fix, field)
 
 
 def load_module(source: str):
@@ -97,16 +100,16 @@ class Kernel:
     Invariants: `source` is exactly what runs; every launch covers the plan's pieces once;
     outputs are written only where the plan's element map says."""
 
-    def __init__(self, plan: dict, emitted: Emitted, request_op: dict | None = None):
+    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None):
         self.plan = plan
         self.emitted = emitted
-        self.kind = plan_kind(plan)
+        self.kind = MovementKind(plan.kind)
         self.strategy = emitted.strategy
         self.variant = emitted.variant
         self.request_op = request_op
         self._descs: dict[DescriptorSpec, tuple[int, object]] = {}  # spec -> (base pointer, descriptor)
         # bytes past each side's first element that the plan's pieces reach (checked every call)
-        pieces = [word_piece(p, f"pieces[{i}]") for i, p in enumerate(plan["pieces"])]
+        pieces = [word_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces)]
         self._reach = {side: max(((wp.src_offset if side == "src" else wp.dst_offset) + wp.span(side)) * wp.word
                                  for wp in pieces) for side in ("src", "dst")}
 
@@ -191,7 +194,7 @@ class Kernel:
         return bufs
 
     def __call__(self, *args, **kw):
-        if self.kind == "copy":
+        if self.kind is MovementKind.COPY:
             return self._copy(*args, **kw)
         return self._gather(*args, **kw)
 
@@ -206,8 +209,8 @@ class Kernel:
 
     def _gather(self, src: torch.Tensor, index: torch.Tensor, out: torch.Tensor, *,
                 group: torch.Tensor | None = None, check_bounds: bool = True):
-        g = self.plan["gather"]
-        count, bound = g["index_count"], g["index_bound"]
+        g = self.plan.gather
+        count, bound = g.index_count, g.index_bound
         op = self.request_op
         self._check_view(src, op and op["src"], "src", "src")
         for name, t in (("index", index), ("group", group)):
@@ -218,12 +221,12 @@ class Kernel:
                                  f"pass {name} as torch.int32 or torch.int64 with {count} entries")
         if not index.is_contiguous():
             index = index.contiguous()
-        if list(out.shape) != list(g["out_shape"]) or not out.is_contiguous():
-            raise _arg_error("out", f"out must be contiguous with shape {g['out_shape']}",
+        if list(out.shape) != list(g.out_shape) or not out.is_contiguous():
+            raise _arg_error("out", f"out must be contiguous with shape {g.out_shape}",
                              "allocate out with torch.empty(plan['gather']['out_shape'], ...)")
         if check_bounds and count and not _within(index, bound):
             raise _arg_error("index", f"index holds entries outside [0, {bound})", "clamp or filter the indices")
-        groups = g.get("groups")
+        groups = g.groups
         if groups and group is None:
             raise _arg_error("group", "this plan routes slots to groups (MoE): pass group=, the group of each slot",
                              "call k(src, index, out, group=experts)")
@@ -249,7 +252,7 @@ class Kernel:
 
 
 def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) -> Kernel:
-    """The kernel of a plan: a plan dict / PlanOut model, or a whole optimize response (its
+    """The kernel of a plan: a plan (dict or PlanOut), or a whole optimize response (its
     `plan_index`-th plan; the request's views are then checked at every call).
 
     variant: "tl" (runs anywhere Triton does, the interpreter included), "gluon" (sm90 TMA

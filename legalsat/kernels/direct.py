@@ -9,7 +9,9 @@ program, each entry's slab as one contiguous run where the slab is contiguous.
 from __future__ import annotations
 
 from legalsat.kernels.source import Launch, decompose, program_id
-from legalsat.kernels.words import WordPiece, cdiv, pow2_at_least
+from legalsat.kernels.words import WordPiece
+from legalsat.schemas.plan import GatherOut, PieceOut
+from legalsat.terms.integers import cdiv, pow2_at_least
 
 
 def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, int]:
@@ -41,14 +43,14 @@ def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, 
     return "\n".join(lines) + "\n", cdiv(n, block)
 
 
-def emit_direct_copy(pieces: list[tuple[int, WordPiece, dict]]) -> tuple[list[str], list[Launch]]:
+def emit_direct_copy(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str], list[Launch]]:
     """One flat kernel per (plan piece index, piece, plan piece)."""
     texts, launches = [], []
     for i, p, raw in pieces:
-        block = max((raw.get("tile") or [1024])[0], 1)
+        block = max(raw.tile[0] if raw.tile else 1024, 1)
         text, grid = direct_copy_kernel(f"direct_copy_{i}", p, block)
         texts.append(text)
-        launches.append(Launch(f"direct_copy_{i}", grid, raw.get("num_warps", 4), ("src", "dst"), word=p.word))
+        launches.append(Launch(f"direct_copy_{i}", grid, raw.num_warps, ("src", "dst"), word=p.word))
     return texts, launches
 
 
@@ -91,16 +93,16 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
     return "\n".join(out) + "\n"
 
 
-def emit_direct_gather(pieces: list[tuple[int, WordPiece, dict]], gather: dict,
+def emit_direct_gather(pieces: list[tuple[int, WordPiece, PieceOut]], gather: GatherOut,
                        num_warps: int) -> tuple[list[str], list[Launch]]:
     """One row-gather kernel per slab piece (a ragged slab has a core and a tail)."""
     texts, launches = [], []
-    rows = gather["rows_per_program"]
-    count = gather["index_count"]
+    rows = gather.rows_per_program
+    count = gather.index_count
     for i, p, _ in pieces:
         name = f"gather_rows_{i}"
-        texts.append(gather_rows_kernel(name, p, rows, count, gather["index_bound"],
-                                        gather["src_index_stride_bytes"] // p.word,
-                                        gather["out_index_stride_bytes"] // p.word))
+        texts.append(gather_rows_kernel(name, p, rows, count, gather.index_bound,
+                                        gather.src_index_stride_bytes // p.word,
+                                        gather.out_index_stride_bytes // p.word))
         launches.append(Launch(name, cdiv(count, rows), num_warps, ("src", "index", "out"), word=p.word))
     return texts, launches

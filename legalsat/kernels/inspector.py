@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from legalsat.kernels.direct import gather_rows_kernel
 from legalsat.kernels.source import Launch
-from legalsat.kernels.words import WordPiece, cdiv, pow2_at_least
+from legalsat.kernels.words import WordPiece
+from legalsat.schemas.plan import GatherOut, PieceOut
+from legalsat.terms.integers import cdiv, pow2_at_least
 
 INSPECT_BLOCK = 1024
 SCAN_CHUNK = 1024
@@ -122,24 +124,24 @@ def inspect_group_scatter(group, index, block_start, order, sorted_index):
     return src, launches, buffers
 
 
-def emit_inspector_executor(pieces: list[tuple[int, WordPiece, dict]], gather: dict,
+def emit_inspector_executor(pieces: list[tuple[int, WordPiece, PieceOut]], gather: GatherOut,
                             num_warps: int) -> tuple[list[str], list[Launch], dict]:
     """Inspector passes, then one executor kernel per slab piece."""
-    count, bound = gather["index_count"], gather["index_bound"]
-    groups = gather.get("groups")
+    count, bound = gather.index_count, gather.index_bound
+    groups = gather.groups
     if groups:
         text, launches, buffers = group_inspector(count, groups)
     else:
-        buckets = max(1, min((gather.get("inspector") or {}).get("buckets") or 1, bound))
+        buckets = max(1, min(gather.inspector.buckets if gather.inspector else 1, bound))
         text, launches, buffers = bucket_inspector(count, bound, buckets)
     texts = [text]
-    rows = (gather.get("executor") or {}).get("tile_rows") or gather["rows_per_program"]
+    rows = gather.executor.tile_rows if gather.executor else gather.rows_per_program
     for i, p, _ in pieces:
         name = f"execute_rows_{i}"
         # plain gathers: entries in bucket order, each written to its own output row;
         # grouped: the output itself is in group order
-        texts.append(gather_rows_kernel(name, p, rows, count, bound, gather["src_index_stride_bytes"] // p.word,
-                                        gather["out_index_stride_bytes"] // p.word,
+        texts.append(gather_rows_kernel(name, p, rows, count, bound, gather.src_index_stride_bytes // p.word,
+                                        gather.out_index_stride_bytes // p.word,
                                         positions=None if groups else "sorted_pos"))
         args = ("src", "buf:sorted_index", "out") if groups else ("src", "buf:sorted_index", "buf:sorted_pos", "out")
         launches.append(Launch(name, cdiv(count, rows), num_warps, args, word=p.word))

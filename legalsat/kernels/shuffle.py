@@ -19,7 +19,9 @@ from math import prod
 
 from legalsat.kernels.direct import slab_offsets
 from legalsat.kernels.source import Launch, decompose, program_id
-from legalsat.kernels.words import WordPiece, cdiv, pow2_at_least, transposed_dims
+from legalsat.kernels.words import WordPiece, transposed_dims
+from legalsat.schemas.plan import GatherOut, PieceOut
+from legalsat.terms.integers import cdiv, pow2_at_least
 
 WARP_ROW_BYTES = 512  # 32 lanes x 16 bytes
 
@@ -67,13 +69,13 @@ def _mask(ia: str, na: int, ta: int, ib: str, nb: int, tb: int) -> str:
     return " & ".join(parts)
 
 
-def emit_shuffle(pieces: list[tuple[int, WordPiece, dict]]) -> tuple[list[str], list[Launch]]:
+def emit_shuffle(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str], list[Launch]]:
     """One register-transpose kernel per piece."""
     texts, launches = [], []
     for i, p, raw in pieces:
         text, grid = shuffle_copy_kernel(f"shuffle_copy_{i}", p)
         texts.append(text)
-        launches.append(Launch(f"shuffle_copy_{i}", grid, raw.get("num_warps", 4), ("src", "dst"), word=p.word))
+        launches.append(Launch(f"shuffle_copy_{i}", grid, raw.num_warps, ("src", "dst"), word=p.word))
     return texts, launches
 
 
@@ -108,17 +110,17 @@ def shuffle_gather_kernel(name: str, p: WordPiece, rows: int, window: int, count
     return "\n".join(out) + "\n"
 
 
-def emit_shuffle_gather(pieces: list[tuple[int, WordPiece, dict]], gather: dict,
+def emit_shuffle_gather(pieces: list[tuple[int, WordPiece, PieceOut]], gather: GatherOut,
                         num_warps: int) -> tuple[list[str], list[Launch]]:
     """One window-gather kernel per slab piece."""
     texts, launches = [], []
-    window = gather.get("window_rows") or 32
-    rows = max(window, gather["rows_per_program"] // window * window)
-    count = gather["index_count"]
+    window = gather.window_rows or 32
+    rows = max(window, gather.rows_per_program // window * window)
+    count = gather.index_count
     for i, p, _ in pieces:
         name = f"gather_window_{i}"
-        texts.append(shuffle_gather_kernel(name, p, rows, window, count, gather["index_bound"],
-                                           gather["src_index_stride_bytes"] // p.word,
-                                           gather["out_index_stride_bytes"] // p.word))
+        texts.append(shuffle_gather_kernel(name, p, rows, window, count, gather.index_bound,
+                                           gather.src_index_stride_bytes // p.word,
+                                           gather.out_index_stride_bytes // p.word))
         launches.append(Launch(name, cdiv(count, rows), num_warps, ("src", "index", "out"), word=p.word))
     return texts, launches

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from math import prod
 
-from legalsat.kernels.words import WordPiece, cdiv
+from legalsat.kernels.words import WordPiece
+from legalsat.terms.integers import cdiv
 
 HEADER_TL = "import triton\nimport triton.language as tl\n"
 HEADER_GLUON = (HEADER_TL + "from triton.experimental import gluon\n"
@@ -59,7 +60,6 @@ class Emitted:
     launches: tuple[Launch, ...]
     descriptors: dict[str, DescriptorSpec] = field(default_factory=dict)
     buffers: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (dtype, count)
-    notes: tuple[str, ...] = ()
 
 
 def decompose(var: str, extents: list[tuple[str, int]], indent: str = "    ") -> list[str]:

@@ -24,6 +24,8 @@ from math import prod
 
 from legalsat.kernels.source import Launch, decompose, program_id, tile_index
 from legalsat.kernels.words import WordPiece, plan_error, transposed_dims
+from legalsat.schemas.plan import PieceOut
+from legalsat.terms.integers import cdiv
 
 
 def tile_axes(p: WordPiece, tile: tuple[int, ...]) -> list[int]:
@@ -75,7 +77,7 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     step = tb - al  # destination elements per row and program: whole sectors
     na, nb = p.dims[a].extent, p.dims[b].extent
     am = na % ta != 0
-    counts = [(f"t{k}", -(-(nb + al - 1) // step) if k == b else -(-d.extent // t))
+    counts = [(f"t{k}", cdiv(nb + al - 1, step) if k == b else cdiv(d.extent, t))
               for k, (d, t) in enumerate(zip(p.dims, tile))]
     lines = [f"@triton.jit\ndef {name}(src, dst):", program_id(p.index_bits())]
     lines += decompose("pid", counts)
@@ -104,17 +106,16 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     return "\n".join(lines) + "\n", total
 
 
-def emit_staged(pieces: list[tuple[int, WordPiece, dict]]) -> tuple[list[str], list[Launch]]:
+def emit_staged(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str], list[Launch]]:
     """One tiled kernel per piece (a ragged tail the plan copies directly is not staged:
     its piece says `direct`, and the caller emits it so)."""
     texts, launches = [], []
     for i, p, raw in pieces:
         if any(t & (t - 1) for t in p.tile):
-            raise plan_error(f"plans[].pieces[{i}].tile", f"tile {list(p.tile)} has an extent that is not "
-                             "a power of two", "send the plan as the planner returned it")
+            raise plan_error(f"pieces[{i}].tile", f"tile {list(p.tile)} has an extent that is not a power of two")
         kernel = skewed_copy_kernel if skew_shape(p, p.tile) else staged_copy_kernel
         text, grid = kernel(f"staged_copy_{i}", p, p.tile)
         texts.append(text)
-        launches.append(Launch(f"staged_copy_{i}", grid, raw.get("num_warps", 4), ("src", "dst"), word=p.word))
+        launches.append(Launch(f"staged_copy_{i}", grid, raw.num_warps, ("src", "dst"), word=p.word))
     return texts, launches
 

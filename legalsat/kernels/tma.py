@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from math import prod
 
 from legalsat.kernels.source import DescriptorSpec, Launch, decompose, program_id
-from legalsat.kernels.words import cdiv, plan_error, word_bytes
+from legalsat.kernels.words import plan_error, word_bytes
+from legalsat.schemas.plan import DescriptorOut, PieceOut
 from legalsat.terms.descriptor import Swizzle
+from legalsat.terms.integers import cdiv
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class TmaPiece:
     """A TMA piece: per descriptor dim (innermost first) the plan dim it walks; the box
     per plan dim in elements; the tile count per plan dim."""
 
-    piece: dict
+    piece: PieceOut
     word: int
     scale: int  # words per element along descriptor dim 0
     src_dims: tuple[int, ...]
@@ -34,7 +36,7 @@ class TmaPiece:
 
     @property
     def counts(self) -> list[int]:
-        return [cdiv(d["extent"], t) for d, t in zip(self.piece["dims"], self.tile)]
+        return [cdiv(d.extent, t) for d, t in zip(self.piece.dims, self.tile)]
 
     @property
     def tiles(self) -> int:
@@ -52,62 +54,58 @@ class TmaPiece:
         return self.word * prod(self.load.block)
 
 
-def _match_dims(piece: dict, desc: dict, side: str, field: str) -> tuple[int, ...]:
+def _match_dims(piece: PieceOut, desc: DescriptorOut, side: str, field: str) -> tuple[int, ...]:
     """Which plan dim each descriptor dim walks (dim 0: the side's stride-1 dim)."""
-    eb = piece["element_bytes"]
+    eb = piece.element_bytes
     scale = eb // word_bytes(eb)
     key = "src_stride" if side == "src" else "dst_stride"
-    dims = piece["dims"]
     used: list[int] = []
-    for j, extent in enumerate(desc["global_dim"]):
-        want_stride = 1 if j == 0 else desc["global_strides"][j - 1] // eb
+    for j, extent in enumerate(desc.global_dim):
+        want_stride = 1 if j == 0 else desc.global_strides[j - 1] // eb
         want_extent = extent // scale if j == 0 else extent
-        k = next((k for k, d in enumerate(dims) if k not in used and d[key] == want_stride
-                  and d["extent"] == want_extent), None)
+        k = next((k for k, d in enumerate(piece.dims) if k not in used and getattr(d, key) == want_stride
+                  and d.extent == want_extent), None)
         if k is None:
-            raise plan_error(f"{field}.global_dim[{j}]", f"{field} dim {j} (extent {extent}) matches no "
-                             "dim of its piece", "send the plan as the planner returned it")
+            raise plan_error(f"{field}.global_dim[{j}]", f"{field} dim {j} (extent {extent}) matches no dim of its piece")
         used.append(k)
     return tuple(used)
 
 
-def tma_piece(piece: dict, field: str) -> TmaPiece:
+def descriptor_spec(d: DescriptorOut, side: str, offset_bytes: int, word: int, field: str) -> DescriptorSpec:
+    """The host descriptor (Triton's order: outermost first, in words) of a plan descriptor."""
+    try:
+        swizzle = Swizzle(d.swizzle)
+    except ValueError:
+        raise plan_error(f"{field}.swizzle", f"unknown swizzle {d.swizzle!r}") from None
+    if swizzle.span_bytes and swizzle.value != f"{swizzle.span_bytes}B":
+        raise plan_error(f"{field}.swizzle", f"the Triton client has no shared layout for swizzle "
+                         f"{swizzle.value} (sm100 atoms)", "use the plan's staged_smem or direct candidate")
+    shape = tuple(reversed(d.global_dim))
+    strides = tuple(reversed([1] + [s // word for s in d.global_strides]))
+    return DescriptorSpec(side, offset_bytes // word, shape, strides, tuple(reversed(d.box_dim)), swizzle.span_bytes)
+
+
+def tma_piece(piece: PieceOut, field: str) -> TmaPiece:
     """The descriptor specs and dim maps of a TMA piece; raises InputError on a plan whose
     descriptors do not describe its piece."""
-    descs = piece.get("descriptors") or []
-    by_role = {d.get("role"): (i, d) for i, d in enumerate(descs)}
+    by_role = {d.role: (i, d) for i, d in enumerate(piece.descriptors or [])}
     if set(by_role) != {"load", "store"}:
-        raise plan_error(f"{field}.descriptors", f"{field} needs one load and one store descriptor",
-                         "send the plan as the planner returned it")
-    eb = piece["element_bytes"]
+        raise plan_error(f"{field}.descriptors", f"{field} needs one load and one store descriptor")
+    eb = piece.element_bytes
     w = word_bytes(eb)
     scale = eb // w
     (li, ld), (si, sd) = by_role["load"], by_role["store"]
     src_dims = _match_dims(piece, ld, "src", f"{field}.descriptors[{li}]")
     dst_dims = _match_dims(piece, sd, "dst", f"{field}.descriptors[{si}]")
-    tile = [1] * len(piece["dims"])
+    tile = [1] * len(piece.dims)
     for j, k in enumerate(src_dims):
-        tile[k] = ld["box_dim"][j] // (scale if j == 0 else 1)
+        tile[k] = ld.box_dim[j] // (scale if j == 0 else 1)
     for j, k in enumerate(dst_dims):
-        if sd["box_dim"][j] // (scale if j == 0 else 1) != tile[k]:
-            raise plan_error(f"{field}.descriptors[{si}].box_dim", "the store box does not cover the load "
-                             "box", "send the plan as the planner returned it")
-    def spec(d: dict, side: str, off: int, field: str) -> DescriptorSpec:
-        shape = tuple(reversed(d["global_dim"]))
-        strides = tuple(reversed([1] + [s // w for s in d["global_strides"]]))
-        try:
-            swizzle = Swizzle(d.get("swizzle", "none"))
-        except ValueError:
-            raise plan_error(f"{field}.swizzle", f"unknown swizzle {d.get('swizzle')!r}",
-                             "send the plan as the planner returned it") from None
-        if swizzle.span_bytes and swizzle.value != f"{swizzle.span_bytes}B":
-            raise plan_error(f"{field}.swizzle", f"the Triton client has no shared layout for swizzle "
-                             f"{swizzle.value} (sm100 atoms)", "use the plan's staged_smem or direct candidate")
-        return DescriptorSpec(side, off // w, shape, strides, tuple(reversed(d["box_dim"])), swizzle.span_bytes)
-
+        if sd.box_dim[j] // (scale if j == 0 else 1) != tile[k]:
+            raise plan_error(f"{field}.descriptors[{si}].box_dim", "the store box does not cover the load box")
     return TmaPiece(piece, w, scale, src_dims, dst_dims, tuple(tile),
-                    spec(ld, "src", piece.get("src_offset_bytes", 0), f"{field}.descriptors[{li}]"),
-                    spec(sd, "dst", piece.get("dst_offset_bytes", 0), f"{field}.descriptors[{si}]"))
+                    descriptor_spec(ld, "src", piece.src_offset_bytes, w, f"{field}.descriptors[{li}]"),
+                    descriptor_spec(sd, "dst", piece.dst_offset_bytes, w, f"{field}.descriptors[{si}]"))
 
 
 def coords(t: TmaPiece, dims: tuple[int, ...]) -> str:
@@ -149,13 +147,13 @@ def tma_tl_kernel(name: str, t: TmaPiece) -> str:
     return "\n".join(lines) + "\n"
 
 
-def emit_tma_tl(pieces: list[tuple[int, dict]]) -> tuple[list[str], list[Launch], dict[str, DescriptorSpec]]:
+def emit_tma_tl(pieces: list[tuple[int, PieceOut]]) -> tuple[list[str], list[Launch], dict[str, DescriptorSpec]]:
     """One descriptor kernel per TMA piece."""
     texts, launches, descs = [], [], {}
     for i, raw in pieces:
         t = tma_piece(raw, f"pieces[{i}]")
         texts.append(tma_tl_kernel(f"tma_copy_{i}", t))
         descs[f"load{i}"], descs[f"store{i}"] = t.load, t.store
-        launches.append(Launch(f"tma_copy_{i}", t.tiles, raw.get("num_warps", 4),
+        launches.append(Launch(f"tma_copy_{i}", t.tiles, raw.num_warps,
                                (f"desc:load{i}", f"desc:store{i}"), word=t.word))
     return texts, launches, descs

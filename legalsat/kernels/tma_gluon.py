@@ -17,41 +17,35 @@ compiled for sm90 in CI and run on the GPU machine.
 
 from __future__ import annotations
 
-from legalsat.analyses.targets.sm90 import SM90
 from legalsat.kernels.source import Launch, blocked_layout
 from legalsat.kernels.tma import TmaPiece, coords, permute_lines, tile_lines, tma_piece
 from legalsat.kernels.words import plan_error
+from legalsat.schemas.plan import PieceOut
+from legalsat.schemas.protocol import ProtocolIn
 
-SMEM_PER_SM = SM90.smem_per_block_bytes
+
+def _ops(proto: ProtocolIn):
+    yield from proto.setup
+    for role in proto.roles:
+        for block in role.blocks:
+            yield from block.ops
+    yield from proto.teardown
 
 
-def _expect_bytes(raw: dict, field: str) -> int | None:
+def _expect_bytes(raw: PieceOut, field: str) -> int | None:
     """The expect-tx byte count the plan's protocol arms a stage with (None: no protocol)."""
-    proto = ((raw.get("async") or {}).get("protocol") or {})
-    counts = set()
-    for op in _walk(proto):
-        if op.get("op") == "expect_tx" and "bytes" in op:
-            counts.add(op["bytes"])
+    if raw.async_ is None:
+        return None
+    counts = {op.bytes for op in _ops(raw.async_.protocol) if op.op == "expect_tx" and op.bytes}
     if len(counts) > 1:
         raise plan_error(f"{field}.async.protocol", f"the protocol arms stages with different byte counts "
-                         f"{sorted(counts)}", "send the plan as the planner returned it")
+                         f"{sorted(counts)}")
     return counts.pop() if counts else None
 
 
-def _walk(x):
-    if isinstance(x, dict):
-        yield x
-        for v in x.values():
-            yield from _walk(v)
-    elif isinstance(x, list):
-        for v in x:
-            yield from _walk(v)
-
-
-def _buffers(raw: dict) -> dict[str, int]:
+def _buffers(raw: PieceOut) -> dict[str, int]:
     """Buffer name -> count of the plan's protocol (in0: the stages; out: store buffers)."""
-    proto = ((raw.get("async") or {}).get("protocol") or {})
-    return {b["name"]: b["count"] for b in proto.get("buffers", []) if "name" in b and "count" in b}
+    return {b.name: b.count for b in raw.async_.protocol.buffers} if raw.async_ else {}
 
 
 def gluon_kernel(name: str, t: TmaPiece, stages: int, num_warps: int, out_buffers: int = 1) -> str:
@@ -103,8 +97,9 @@ def gluon_kernel(name: str, t: TmaPiece, stages: int, num_warps: int, out_buffer
     return "\n".join(lines) + "\n"
 
 
-def emit_tma_gluon(pieces: list[tuple[int, dict]]) -> tuple[list[str], list[Launch], dict]:
-    """One persistent Gluon kernel per TMA piece, with the plan's stages and expect-tx bytes."""
+def emit_tma_gluon(pieces: list[tuple[int, PieceOut]], smem_budget: int) -> tuple[list[str], list[Launch], dict]:
+    """One persistent Gluon kernel per TMA piece, with the plan's stages and expect-tx bytes,
+    within the plan's shared-memory budget (per block)."""
     texts, launches, descs = [], [], {}
     for i, raw in pieces:
         field = f"pieces[{i}]"
@@ -112,18 +107,18 @@ def emit_tma_gluon(pieces: list[tuple[int, dict]]) -> tuple[list[str], list[Laun
         want = _expect_bytes(raw, field)
         if want is not None and want != t.box_bytes():
             raise plan_error(f"{field}.async.protocol", f"the protocol expects {want} bytes per stage but "
-                             f"the load box holds {t.box_bytes()}", "send the plan as the planner returned it")
+                             f"the load box holds {t.box_bytes()}")
         bufs = _buffers(raw)
-        stages = bufs.get("in0") or raw.get("num_stages") or (raw.get("smem") or {}).get("stages") or 2
+        stages = bufs.get("in0") or raw.num_stages or (raw.smem.stages if raw.smem else 2)
         outs = max(1, bufs.get("out", 1))
         smem = (stages + (outs if t.perm() else 0)) * t.box_bytes() + 64 * stages
-        if smem > SMEM_PER_SM:
+        if smem > smem_budget:
             raise plan_error(f"{field}.num_stages", f"{stages} stages of {t.box_bytes()} bytes need {smem} bytes "
                              "of shared memory", "lower options.smem_bytes and plan again")
-        num_warps = raw.get("num_warps", 4)
+        num_warps = raw.num_warps
         texts.append(gluon_kernel(f"tma_gluon_{i}", t, stages, num_warps, outs))
         descs[f"load{i}"], descs[f"store{i}"] = t.load, t.store
         launches.append(Launch(f"tma_gluon_{i}", "persistent", num_warps, (f"desc:load{i}", f"desc:store{i}"),
-                               tiles=t.tiles, blocks_per_sm=max(1, min(4, SMEM_PER_SM // (smem + 1024))),
+                               tiles=t.tiles, blocks_per_sm=max(1, min(4, smem_budget // (smem + 1024))),
                                word=t.word))
     return texts, launches, descs

@@ -13,15 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from legalsat.errors import InputError
-from legalsat.extract.forms import transposed_pair
+from legalsat.diagnostics import Code, InputError
+from legalsat.schemas.plan import PieceOut
+from legalsat.terms.integers import span
+from legalsat.terms.movement import transposed_pair
 
 INT32_LIMIT = (1 << 31) - 1
 
 
-def plan_error(field: str, message: str, fix: str) -> InputError:
+def plan_error(field: str, message: str, fix: str = "send the plan as the planner returned it") -> InputError:
     """An error about the plan handed to the Triton client (field: its JSON path)."""
-    return InputError.single("invalid_plan", message, fix, field)
+    return Code.INVALID_PLAN.error(message, fix, field)
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,7 @@ class WordPiece:
 
     def span(self, side: str) -> int:
         """Words from the piece's first to one past its last word on `side` (src|dst)."""
-        if not self.dims:
-            return 1
-        return 1 + sum((d.extent - 1) * (d.src if side == "src" else d.dst) for d in self.dims)
+        return span((d.extent for d in self.dims), (d.src if side == "src" else d.dst for d in self.dims))
 
     def index_bits(self) -> int:
         """32 when every offset the piece forms fits int32, else 64."""
@@ -79,28 +79,25 @@ def word_bytes(element_bytes: int) -> int:
     return min(element_bytes, 8)
 
 
-def word_piece(piece: dict, field: str) -> WordPiece:
-    """A plan piece (the JSON dict) in words; raises InputError naming the bad field."""
-    eb = piece.get("element_bytes")
+def word_piece(piece: PieceOut, field: str) -> WordPiece:
+    """A plan piece in words; raises InputError naming the bad field."""
+    eb = piece.element_bytes
     if eb not in (1, 2, 4, 8, 16):
         raise plan_error(f"{field}.element_bytes", f"{field}.element_bytes is {eb!r}; plans move "
-                         "1, 2, 4, 8 or 16-byte elements", "send the plan as the planner returned it")
+                         "1, 2, 4, 8 or 16-byte elements")
     w = word_bytes(eb)
     lanes = eb // w
-    raw = piece.get("dims") or []
-    dims = [WordDim(d["extent"], d["src_stride"] * lanes, d["dst_stride"] * lanes) for d in raw]
-    tile = list(piece.get("tile") or [])
+    dims = [WordDim(d.extent, d.src_stride * lanes, d.dst_stride * lanes) for d in piece.dims]
+    tile = list(piece.tile)
     if len(tile) != len(dims):
         tile = [1] * len(dims)  # direct pieces tile the flat traversal, not the dims
     if lanes > 1:
         dims.append(WordDim(lanes, 1, 1))
         tile.append(lanes)
     for name in ("src_offset_bytes", "dst_offset_bytes"):
-        if piece.get(name, 0) % w:
-            raise plan_error(f"{field}.{name}", f"{field}.{name} is not a multiple of the "
-                             f"{w}-byte word", "send the plan as the planner returned it")
-    return WordPiece(w, lanes, tuple(dims), tuple(tile), piece.get("src_offset_bytes", 0) // w,
-                     piece.get("dst_offset_bytes", 0) // w)
+        if getattr(piece, name) % w:
+            raise plan_error(f"{field}.{name}", f"{field}.{name} is not a multiple of the {w}-byte word")
+    return WordPiece(w, lanes, tuple(dims), tuple(tile), piece.src_offset_bytes // w, piece.dst_offset_bytes // w)
 
 
 def transposed_dims(p: WordPiece) -> tuple[int, int] | None:
@@ -110,11 +107,3 @@ def transposed_dims(p: WordPiece) -> tuple[int, int] | None:
     word-tiled emitters treat it as a tiled copy of word pairs."""
     return transposed_pair((d.extent, d.src, d.dst) for d in p.dims)
 
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def pow2_at_least(n: int) -> int:
-    """The smallest power of two >= n (1 for n <= 1): Triton block extents."""
-    return 1 << max(n - 1, 0).bit_length()

@@ -10,24 +10,26 @@ from __future__ import annotations
 import json
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import ConfigDict, Field, StrictInt, ValidationError
 
-from legalsat.analyses.bank_conflicts import analyze_access
-from legalsat.analyses.smem_layout import analyze_tile_access
-from legalsat.analyses.targets import Target, UnknownTarget, get_target
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.analyses.bank_conflicts import BankReport
+from legalsat.analyses.smem_layout import TileReport
+from legalsat.diagnostics import Code, InputError
+from legalsat.schemas.base import ErrorOut, Out, Strict
 from legalsat.schemas.validation import details_from_validation
+from legalsat.targets import Target, resolve_target
+from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import DTYPES
-from legalsat.terms.smem import MemOp, SharedAccess, SmemTile, TileAccess, TileSwizzle, WarpPattern
+from legalsat.terms.smem import TILE_SWIZZLES, MemOp, SharedAccess, SmemTile, TileAccess, WarpPattern
 
 Offset = Annotated[StrictInt, Field(ge=0, lt=1 << 32)]
 SmemDType = Literal[tuple(n for n, d in DTYPES.items() if not d.packed)]  # type: ignore[valid-type]
 
 
-class RawAccessIn(BaseModel):
+class RawAccessIn(Strict):
     """One warp instruction: per-lane byte offsets (null = inactive lane)."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={
+    model_config = ConfigDict(json_schema_extra={
         "examples": [{"target": "sm90", "access_bytes": 16, "op": "load",
                       "addresses": [16 * i for i in range(32)]}]})
 
@@ -37,20 +39,18 @@ class RawAccessIn(BaseModel):
     addresses: Annotated[list[Offset | None], Field(min_length=1, max_length=64)]
 
 
-class TileIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
+class TileIn(Strict):
     dtype: SmemDType
     shape: Annotated[list[Annotated[StrictInt, Field(ge=1, le=4096)]], Field(min_length=2, max_length=2)]
     row_pitch_bytes: Annotated[StrictInt, Field(ge=1, le=1 << 20)] | None = None
     padding_bytes: Annotated[StrictInt, Field(ge=0, le=1 << 16)] = 0
-    swizzle: Literal["none", "32B", "64B", "128B"] = "none"
+    swizzle: Literal[tuple(s.value for s in TILE_SWIZZLES)] = "none"  # type: ignore[valid-type]
 
 
-class TileAccessIn(BaseModel):
+class TileAccessIn(Strict):
     """A tile in shared memory walked by a named warp pattern."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, json_schema_extra={
+    model_config = ConfigDict(json_schema_extra={
         "examples": [{"target": "sm90", "op": "load", "pattern": "cols", "vector": 8,
                       "tile": {"dtype": "bfloat16", "shape": [64, 64], "swizzle": "128B"}}]})
 
@@ -61,28 +61,33 @@ class TileAccessIn(BaseModel):
     vector: Annotated[StrictInt, Field(ge=1, le=16)]
 
 
-class PhaseOut(BaseModel):
-    lanes: list[int]
-    wavefronts: int
+class PhaseOut(Out):
+    """A group of lanes the hardware serves together, and the passes it took."""
+
+    lanes: list[int] = Field(description="the active lanes of the phase")
+    wavefronts: int = Field(description="passes (the most distinct words any bank delivers)")
 
 
-class AccessOut(BaseModel):
-    instruction: int
-    wavefronts: int
-    ideal_wavefronts: int
-    conflict_ways: float
+class AccessOut(Out):
+    """One warp instruction of a tile walk."""
+
+    instruction: int = Field(description="its position in the walk")
+    wavefronts: int = Field(description="passes it takes")
+    ideal_wavefronts: int = Field(description="passes a conflict-free access with the same lanes takes")
+    conflict_ways: float = Field(description="wavefronts / ideal_wavefronts")
 
 
-class BankReportOut(BaseModel):
+class BankReportOut(Out):
     """wavefronts / ideal_wavefronts = conflict_ways. Structured input adds `accesses`, the
-    per-instruction breakdown; invalid input has `error` set and zero counts."""
+    per-instruction breakdown. On the command line, a line that cannot be judged answers zero
+    counts with `error` set."""
 
-    wavefronts: int
-    ideal_wavefronts: int
-    conflict_ways: float
-    phases: list[PhaseOut]
-    accesses: list[AccessOut] | None = None
-    error: dict | None = None
+    wavefronts: int = Field(description="passes of the whole access (all instructions)")
+    ideal_wavefronts: int = Field(description="passes a conflict-free access takes")
+    conflict_ways: float = Field(description="wavefronts / ideal_wavefronts (1.0: conflict-free)")
+    phases: list[PhaseOut] = Field(description="raw input: the instruction's phases")
+    accesses: list[AccessOut] | None = Field(None, description="structured input: per instruction")
+    error: ErrorOut | None = Field(None, description="the input could not be judged (command-line JSON Lines only)")
 
 
 _HINTS = {
@@ -94,42 +99,32 @@ _HINTS = {
 }
 
 
-def resolve_bank_target(name: str) -> Target:
-    try:
-        return get_target(name)
-    except UnknownTarget as e:
-        raise InputError([ErrorDetail("unknown_target", str(e), "use sm90, sm100 or gfx942",
-                                      "target")]) from None
-
-
 def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess | TileAccess, Target]:
     """Parse a raw or structured request (dict or JSON text); raises InputError."""
     if isinstance(obj, (str, bytes)):
         try:
             obj = json.loads(obj)
         except (ValueError, UnicodeDecodeError) as e:
-            raise InputError([ErrorDetail("invalid_input", f"invalid JSON: {e}",
-                                          "send one well-formed JSON object per line")]) from None
+            raise Code.INVALID_JSON.error(f"invalid JSON: {e}", "send one well-formed JSON object per line") from None
     if isinstance(obj, (RawAccessIn, TileAccessIn)):
         model = obj
     elif not isinstance(obj, dict):
-        raise InputError([ErrorDetail("invalid_input", "a bank-conflict request is a JSON object",
-                                      'send {"access_bytes", "op", "addresses"} or '
-                                      '{"tile", "pattern", "vector"}')])
+        raise Code.INVALID_INPUT.error("a bank-conflict request is a JSON object",
+                                       'send {"access_bytes", "op", "addresses"} or {"tile", "pattern", "vector"}')
     else:
         cls = TileAccessIn if "tile" in obj or "pattern" in obj else RawAccessIn
         try:
             model = cls.model_validate(obj)
         except ValidationError as e:
             raise InputError(details_from_validation(e, _HINTS, list(cls.model_fields))) from None
-    target = resolve_bank_target(model.target or default_target)
+    target = resolve_target(model.target or default_target)
     if isinstance(model, RawAccessIn):
         return _raw_term(model, target), target
     t = model.tile
     d = DTYPES[t.dtype]
     rows, cols = t.shape
     pitch = t.row_pitch_bytes if t.row_pitch_bytes is not None else cols * d.storage_bits // 8 + t.padding_bytes
-    tile = SmemTile(d, rows, cols, pitch, TileSwizzle(t.swizzle))
+    tile = SmemTile(d, rows, cols, pitch, Swizzle(t.swizzle))
     return TileAccess(tile, WarpPattern(model.pattern), model.vector, MemOp(model.op)), target
 
 
@@ -137,41 +132,35 @@ def _raw_term(model: RawAccessIn, target: Target) -> SharedAccess:
     lanes = target.banks.lanes
     problems = []
     if len(model.addresses) != lanes:
-        problems.append(ErrorDetail(
-            "invalid_input", f"addresses has {len(model.addresses)} entries; a {target.name} "
+        problems.append(Code.INVALID_INPUT.at(
+            f"addresses has {len(model.addresses)} entries; a {target.name} "
             f"{'wave' if lanes == 64 else 'warp'} has {lanes} lanes",
-            f"give exactly {lanes} offsets (null for inactive lanes)", "addresses"))
+            f"give exactly {lanes} offsets (null for inactive lanes)", field="addresses"))
     for i, a in enumerate(model.addresses):
         if a is not None and a % model.access_bytes:
-            problems.append(ErrorDetail(
-                "invalid_input", f"addresses[{i}] = {a} is not aligned to the {model.access_bytes}-byte "
+            problems.append(Code.INVALID_INPUT.at(
+                f"addresses[{i}] = {a} is not aligned to the {model.access_bytes}-byte "
                 "access (the hardware faults on misaligned shared-memory accesses)",
-                f"use a multiple of {model.access_bytes}", f"addresses[{i}]"))
+                f"use a multiple of {model.access_bytes}", field=f"addresses[{i}]"))
     if problems:
         raise InputError(problems)
     return SharedAccess(MemOp(model.op), model.access_bytes, tuple(model.addresses))
 
 
-def bank_report(term: SharedAccess | TileAccess, target: Target) -> dict:
-    """The report dict (BankReportOut's shape) for a parsed request."""
-    if isinstance(term, SharedAccess):
-        return analyze_access(term, target).to_dict()
-    return analyze_tile_access(term, target).to_dict()
+def report_model(report: BankReport | TileReport) -> BankReportOut:
+    """A bank model report (one instruction, or a tile walk) as the published model."""
+    if isinstance(report, BankReport):
+        return BankReportOut(wavefronts=report.wavefronts, ideal_wavefronts=report.ideal_wavefronts,
+                             conflict_ways=report.conflict_ways,
+                             phases=[PhaseOut(lanes=list(p.lanes), wavefronts=p.wavefronts) for p in report.phases])
+    return BankReportOut(wavefronts=report.wavefronts, ideal_wavefronts=report.ideal_wavefronts,
+                         conflict_ways=report.conflict_ways, phases=[],
+                         accesses=[AccessOut(instruction=i, wavefronts=r.wavefronts,
+                                             ideal_wavefronts=r.ideal_wavefronts, conflict_ways=r.conflict_ways)
+                                   for i, r in enumerate(report.instructions)])
 
 
-def error_report(err: InputError) -> dict:
+def error_line(err: InputError) -> dict:
+    """The report-shaped JSON Lines answer of a line that could not be judged."""
     return {"wavefronts": 0, "ideal_wavefronts": 0, "conflict_ways": 0.0, "phases": [],
-            "error": err.to_dict()["error"]}
-
-
-def analyze_bank_conflicts(request: object, target: str = "sm90") -> BankReportOut:
-    """Python API: the wavefront report for one raw or structured request.
-
-    `target` is the default when the request names none. Bad input comes back as a report
-    with `error` set; nothing raises.
-    """
-    try:
-        term, tgt = parse_bank_request(request, target)
-        return BankReportOut.model_validate(bank_report(term, tgt))
-    except InputError as e:
-        return BankReportOut.model_validate(error_report(e))
+            "error": err.headline.to_error()}

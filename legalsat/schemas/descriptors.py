@@ -5,14 +5,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import ConfigDict, Field, StrictInt, ValidationError
 
-from legalsat.analyses.targets import Target, UnknownTarget, get_target
-from legalsat.analyses.tma_legality import check_descriptor
-from legalsat.analyses.verdict import Verdict
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.analyses.tma_legality import Verdict
+from legalsat.diagnostics import Code, InputError
+from legalsat.schemas.base import ErrorOut, Out, Strict
 from legalsat.schemas.validation import details_from_validation
-from legalsat.terms.descriptor import UINT32_MAX, UINT64_MAX, TmaDescriptor
+from legalsat.terms.descriptor import (
+    UINT32_MAX,
+    UINT64_MAX,
+    Interleave,
+    L2Promotion,
+    OobFill,
+    Swizzle,
+    TmaDescriptor,
+)
 from legalsat.terms.dtypes import DTYPE_NAMES
 
 UInt32 = Annotated[StrictInt, Field(ge=0, le=UINT32_MAX)]
@@ -29,15 +36,14 @@ _EXAMPLE = {
 }
 
 
-class DescriptorIn(BaseModel):
+class DescriptorIn(Strict):
     """The arguments of one `cuTensorMapEncodeTiled` call, innermost dimension first.
 
     `global_strides` are in bytes with rank-1 entries. `rank` may be omitted (it is then
     len(global_dim)); `element_strides` may be omitted (all ones).
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True,
-                              json_schema_extra={"examples": [_EXAMPLE]})
+    model_config = ConfigDict(json_schema_extra={"examples": [_EXAMPLE]})
 
     dtype: DTypeName
     rank: UInt32 | None = None
@@ -46,11 +52,10 @@ class DescriptorIn(BaseModel):
     global_strides: Annotated[list[UInt64], Field(max_length=MAX_LIST)]
     box_dim: Annotated[list[UInt32], Field(max_length=MAX_LIST)]
     element_strides: Annotated[list[UInt32], Field(max_length=MAX_LIST)] | None = None
-    interleave: Literal["none", "16B", "32B"] = "none"
-    swizzle: Literal["none", "32B", "64B", "128B", "128B_atom_32B", "128B_atom_32B_flip_8B",
-                     "128B_atom_64B"] = "none"
-    l2_promotion: Literal["none", "64B", "128B", "256B"] = "none"
-    oob_fill: Literal["none", "nan_request_zero_fma"] = "none"
+    interleave: Literal[tuple(m.value for m in Interleave)] = "none"  # type: ignore[valid-type]
+    swizzle: Literal[tuple(m.value for m in Swizzle)] = "none"  # type: ignore[valid-type]
+    l2_promotion: Literal[tuple(m.value for m in L2Promotion)] = "none"  # type: ignore[valid-type]
+    oob_fill: Literal[tuple(m.value for m in OobFill)] = "none"  # type: ignore[valid-type]
 
     def to_term(self) -> TmaDescriptor:
         """The core descriptor; raises InputError when list lengths disagree with the rank."""
@@ -62,12 +67,11 @@ class DescriptorIn(BaseModel):
                                 ("box_dim", len(self.box_dim), rank),
                                 ("element_strides", len(es), rank)):
             if got != want:
-                problems.append(ErrorDetail(
-                    "invalid_input",
+                problems.append(Code.INVALID_INPUT.at(
                     f"{name} has {got} entries but rank {rank} needs {want}"
                     + (" (strides are given for the rank-1 outer dimensions only; the innermost "
                        "stride is the element size)" if name == "global_strides" else ""),
-                    f"give {name} exactly {want} entries, innermost dimension first", name))
+                    f"give {name} exactly {want} entries, innermost dimension first", field=name))
         if problems:
             raise InputError(problems)
         return TmaDescriptor.from_fields(
@@ -77,28 +81,24 @@ class DescriptorIn(BaseModel):
             l2_promotion=self.l2_promotion, oob_fill=self.oob_fill)
 
 
-class ViolationOut(BaseModel):
-    rule: str = Field(description="stable rule id, e.g. box_dim.inner_bytes")
+class ViolationOut(Out):
+    """One broken legality rule."""
+
+    rule: str = Field(description="stable rule id, e.g. box_dim.inner_bytes (the catalogue: `legalsat codes`)")
     field: str | None = Field(description="the input field the rule is about")
     index: int | None = Field(description="position in a list field, null for scalars")
-    message: str
-    fix: str
+    message: str = Field(description="what is wrong, with the descriptor's numbers")
+    fix: str = Field(description="what to change")
 
 
-class ErrorOut(BaseModel):
-    code: str
-    message: str
-    fix: str
-    field: str | None = None
+class VerdictOut(Out):
+    """Legal exactly when `violations` is empty. On the command line, a line that cannot be
+    judged answers legal false with its problems as violations of rule "input.invalid" and
+    `error` holding the headline."""
 
-
-class VerdictOut(BaseModel):
-    """Legal exactly when `violations` is empty. Invalid input: legal is false, the problems
-    are listed as violations with rule "input.invalid", and `error` holds the headline."""
-
-    legal: bool
-    violations: list[ViolationOut]
-    error: ErrorOut | None = None
+    legal: bool = Field(description="cuTensorMapEncodeTiled accepts the descriptor")
+    violations: list[ViolationOut] = Field(description="every broken rule, in rule order")
+    error: ErrorOut | None = Field(None, description="the input could not be judged (command-line JSON Lines only)")
 
 
 _HINTS = {
@@ -135,40 +135,16 @@ def parse_descriptor(obj: object) -> TmaDescriptor:
     return model.to_term()
 
 
-def resolve_tma_target(name: str) -> Target:
-    """The target for descriptor validation; raises InputError for unknown or TMA-less ones."""
-    try:
-        target = get_target(name)
-    except UnknownTarget as e:
-        raise InputError([ErrorDetail("unknown_target", str(e), "pass --target sm90 (or sm100)",
-                                      "target")]) from None
-    if target.tma is None:
-        raise InputError([ErrorDetail("no_tma", f"target {name} has no TMA unit",
-                                      "use --target sm90 or sm100 for TMA descriptors", "target")])
-    return target
+def verdict_model(verdict: Verdict) -> VerdictOut:
+    """The legality model's verdict as the published model."""
+    return VerdictOut(legal=verdict.legal, violations=[
+        ViolationOut(rule=v.id, field=v.field, index=v.index, message=v.message, fix=v.fix)
+        for v in verdict.violations])
 
 
-def error_verdict(err: InputError) -> dict:
-    """The verdict-shaped object for input that could not be judged."""
-    return {
-        "legal": False,
-        "violations": [{"rule": "input.invalid", "field": d.field, "index": None,
-                        "message": d.message, "fix": d.fix} for d in err.details],
-        "error": err.headline.to_dict(),
-    }
-
-
-def validate_descriptor(descriptor: object, target: str = "sm90") -> VerdictOut:
-    """Python API: the verdict for one descriptor (dict, JSON text or DescriptorIn).
-
-    Never raises for bad descriptor input: it comes back as a verdict with `error` set.
-    Raises InputError only for an unknown target.
-    """
-    tgt = resolve_tma_target(target)
-    try:
-        desc = parse_descriptor(descriptor)
-    except InputError as e:
-        return VerdictOut.model_validate(error_verdict(e))
-    verdict: Verdict = check_descriptor(desc, tgt)
-    return VerdictOut.model_validate(verdict.to_dict())
-
+def error_line(err: InputError) -> dict:
+    """The verdict-shaped JSON Lines answer of a line that could not be judged."""
+    return {"legal": False,
+            "violations": [{"rule": "input.invalid", "field": d.field, "index": None, "message": d.message,
+                            "fix": d.fix} for d in err.details],
+            "error": err.headline.to_error()}

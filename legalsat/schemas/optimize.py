@@ -9,18 +9,21 @@ InputError naming the field and how to fix it.
 
 from __future__ import annotations
 
+import difflib
 import json
-from dataclasses import dataclass
 from math import prod
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
+from pydantic import Field, StrictBool, StrictInt, ValidationError
 
 from legalsat.analyses.overlap import overlaps
-from legalsat.analyses.targets import TARGETS, Target, get_target
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.diagnostics import Code, InputError
+from legalsat.planner.request import PlanOptions, PlanRequest
+from legalsat.schemas.base import Strict
 from legalsat.schemas.validation import details_from_validation
+from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import DTYPES
+from legalsat.terms.integers import span
 from legalsat.terms.movement import (
     MAX_BYTES,
     MAX_RANK,
@@ -40,11 +43,7 @@ NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
 MOVABLE_DTYPES = tuple(n for n, d in DTYPES.items() if not d.packed)
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
-
-
-class ViewIn(_Strict):
+class ViewIn(Strict):
     """A strided tensor: shape and strides outermost first, in elements."""
 
     dtype: str = Field(description=f"element type: {', '.join(MOVABLE_DTYPES)}")
@@ -53,35 +52,35 @@ class ViewIn(_Strict):
     base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes")
 
 
-class CopyOp(_Strict):
+class CopyOp(Strict):
     kind: Literal["copy"]
     src: ViewIn
     dst: ViewIn
 
 
-class LoadTileOp(_Strict):
+class LoadTileOp(Strict):
     kind: Literal["load_tile"]
     src: ViewIn
     tile: list[StrictInt] = Field(description="tile extents, outermost first; one per src dim")
-    consumer: Literal["wgmma_a", "wgmma_b", "rows", "cols"]
+    consumer: Literal[tuple(c.value for c in Consumer)]  # type: ignore[valid-type]
 
 
-class IndexIn(_Strict):
+class IndexIn(Strict):
     count: StrictInt = Field(description="number of index entries (>= 1)")
-    distribution: Literal["random", "sorted", "clustered", "paged", "warp_local"] = "random"
+    distribution: Literal[tuple(d.value for d in Distribution)] = "random"  # type: ignore[valid-type]
     page_size: Pos | None = Field(None, description="positions along the axis one index selects")
     unique: StrictBool = False
     groups: Pos | None = Field(None, description="buckets (experts) the indices are routed to (MoE)")
 
 
-class GatherOp(_Strict):
+class GatherOp(Strict):
     kind: Literal["gather"]
     src: ViewIn
     axis: NonNeg
     index: IndexIn
 
 
-class Options(_Strict):
+class Options(Strict):
     allow_padding: StrictBool = Field(False, description="may a plan change a row pitch / allocation")
     max_plans: Annotated[StrictInt, Field(ge=1, le=16)] = 3
     timeout_ms: Annotated[StrictInt, Field(ge=1, le=600_000)] = 2000
@@ -91,39 +90,22 @@ class Options(_Strict):
     keep_egraph: StrictBool = False
 
 
-class OptimizeRequest(_Strict):
+class OptimizeRequest(Strict):
     """One planning request: an `op` object or a `term` s-expression (exactly one)."""
 
-    target: str = Field("sm90", description=f"hardware target: {', '.join(sorted(TARGETS))}")
+    target: str = Field("sm90", description=f"hardware target: {', '.join(TARGET_NAMES)}")
     op: Annotated[CopyOp | LoadTileOp | GatherOp, Field(discriminator="kind")] | None = None
     term: str | None = Field(None, description="the movement as an s-expression")
     options: Options = Options()
     request_id: Annotated[str, Field(max_length=128)] | None = None
 
 
-@dataclass(frozen=True)
-class PlanRequest:
-    """A validated request. `term_text` is the canonical s-expression of `movement`."""
-
-    target: Target
-    movement: Movement
-    options: Options
-    term_text: str
-    request_id: str | None = None
-
-    @property
-    def smem_bytes(self) -> int:
-        return self.options.smem_bytes or self.target.smem_per_block_bytes
-
-
 def _bad(field: str, message: str, fix: str) -> InputError:
-    return InputError([ErrorDetail("invalid_input", message, fix, field)])
+    return Code.INVALID_INPUT.error(message, fix, field)
 
 
 def _view(v: ViewIn, field: str) -> View:
     if v.dtype not in DTYPES:
-        import difflib
-
         close = difflib.get_close_matches(v.dtype, list(DTYPES), n=1)
         raise _bad(f"{field}.dtype", f"{field}.dtype: unknown dtype {v.dtype!r}"
                    + (f"; did you mean {close[0]!r}?" if close else ""),
@@ -149,9 +131,9 @@ def _view(v: ViewIn, field: str) -> View:
         raise _bad(f"{field}.base_align", f"{field}.base_align is {v.base_align}; it must be a power of two",
                    "give the largest power of two that divides the base address (e.g. 16)")
     esize = DTYPES[v.dtype].storage_bits // 8
-    span = (1 + sum((n - 1) * s for n, s in zip(v.shape, v.strides))) * esize
-    if span >= MAX_BYTES or prod(v.shape) * esize >= MAX_BYTES:
-        raise _bad(f"{field}.shape", f"{field} spans {span} bytes, past 2^63",
+    nbytes = span(v.shape, v.strides) * esize
+    if nbytes >= MAX_BYTES or prod(v.shape) * esize >= MAX_BYTES:
+        raise _bad(f"{field}.shape", f"{field} spans {nbytes} bytes, past 2^63",
                    "check the shape and strides (strides are in elements, not bytes)")
     return View(DTYPES[v.dtype], tuple(v.shape), tuple(v.strides), min(v.base_align, 1 << 12))
 
@@ -204,7 +186,7 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
 
 
 _KNOWN = list(OptimizeRequest.model_fields) + list(Options.model_fields) + list(ViewIn.model_fields)
-_HINTS = {"target": f"use one of: {', '.join(sorted(TARGETS))}",
+_HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
 
 
@@ -214,8 +196,7 @@ def parse_request(obj: object) -> PlanRequest:
         try:
             obj = json.loads(obj)
         except (ValueError, UnicodeDecodeError) as e:
-            raise InputError([ErrorDetail("invalid_json", f"request is not valid JSON: {e}",
-                                          "send one JSON object", None)]) from None
+            raise Code.INVALID_JSON.error(f"request is not valid JSON: {e}", "send one JSON object") from None
     if isinstance(obj, OptimizeRequest):
         req = obj
     else:
@@ -232,9 +213,7 @@ def parse_request(obj: object) -> PlanRequest:
             raise InputError(details_from_validation(e, _HINTS, _KNOWN)) from None
     if req.op is None:
         raise _bad("op", "the request has neither op nor term", 'send "op": {...} or "term": "(copy ...)"')
-    try:
-        target = get_target(req.target)
-    except ValueError as e:
-        raise _bad("target", str(e), f"use one of: {', '.join(sorted(TARGETS))}") from None
+    target = resolve_target(req.target)
     movement = _movement(req.op)
-    return PlanRequest(target, movement, req.options, op_to_sexp(req.op.model_dump()), req.request_id)
+    options = PlanOptions(**req.options.model_dump())
+    return PlanRequest(target, movement, options, op_to_sexp(req.op.model_dump()), req.request_id)

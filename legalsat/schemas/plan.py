@@ -1,164 +1,261 @@
-"""The optimize response: pydantic models whose JSON Schema legalsat publishes
-(`legalsat schema`, and `schemas/` in the repository). `pipeline.optimize` returns dicts of
-exactly this shape; the tests validate every suite response against these models."""
+"""The optimize response: the pydantic models whose JSON Schema legalsat publishes
+(`legalsat schema response`, the OpenAPI document). The planner's typed plans are converted
+to these once (legalsat.schemas.convert); the Triton client validates a plan it is given
+into `PlanOut` before it emits anything.
+
+Units: extents and strides in elements of the piece's `element_bytes`; offsets and byte
+counts in bytes; TMA descriptors exactly as `cuTensorMapEncodeTiled` takes them (innermost
+dim first, `global_strides` in bytes with rank-1 entries).
+"""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from legalsat.schemas.base import Out
+from legalsat.schemas.protocol import ProtocolIn, ProtocolViolationOut
+from legalsat.terms.movement import MovementKind
+from legalsat.terms.strategy import Strategy
+
+StrategyName = Literal[tuple(s.value for s in Strategy)]  # type: ignore[valid-type]
+KindName = Literal[tuple(k.value for k in MovementKind)]  # type: ignore[valid-type]
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ReasonOut(Out):
+    """Why a strategy has no plan: a stable code from the catalogue (`legalsat codes`)."""
+
+    rule: str = Field(description="the reason's stable code, e.g. global_strides.align, smem_budget")
+    message: str = Field(description="what keeps the strategy out, with the request's numbers")
+    fix: str = Field(description="what would change it (a request field, an option, the tensor's layout)")
 
 
-class Reason(_Out):
-    rule: str
-    message: str
-    fix: str
+class DescriptorOut(Out):
+    """A TMA descriptor: exactly the validate-descriptor input fields (innermost dim first),
+    plus what the plan does with it."""
+
+    dtype: str = Field(description="element type the descriptor moves (words of the plan's element width)")
+    rank: int = Field(description="number of dims (1-5)")
+    global_address: int = Field(description="a PLACEHOLDER address with the base alignment the plan assumes "
+                                "(2^40 + alignment): the client passes the real pointer")
+    global_dim: list[int] = Field(description="extent of each dim, innermost first")
+    global_strides: list[int] = Field(description="byte stride of each dim but the innermost (rank-1 entries)")
+    box_dim: list[int] = Field(description="box extent of each dim, innermost first (1-256)")
+    element_strides: list[int] = Field(description="traversal stride of each dim (1 = dense)")
+    interleave: str = Field(description="none, 16B or 32B")
+    swizzle: str = Field(description="none, 32B, 64B or 128B: how the box lands in shared memory")
+    l2_promotion: str = Field(description="none, 64B, 128B or 256B")
+    oob_fill: str = Field(description="none (out-of-bounds elements read as zero) or nan_request_zero_fma")
+    role: Literal["load", "store"] = Field(description="load: global -> shared; store: shared -> global")
 
 
-class DescriptorOut(_Out):
-    """Exactly the validate-descriptor input fields (innermost first), plus the role."""
+class SmemOut(Out):
+    """The shared-memory tile of one pipeline stage and the bank model's verdict on it."""
 
-    dtype: str
-    rank: int
-    global_address: int
-    global_dim: list[int]
-    global_strides: list[int]
-    box_dim: list[int]
-    element_strides: list[int]
-    interleave: str
-    swizzle: str
-    l2_promotion: str
-    oob_fill: str
-    role: Literal["load", "store"]
-
-
-class SmemOut(_Out):
-    bytes_per_stage: int
-    stages: int
-    swizzle: str
-    padding_bytes: int
-    write_conflict_ways: float | None
-    read_conflict_ways: float | None
-    store_buffer_bytes: int | None = None
-    boxes_per_stage: int | None = None
+    bytes_per_stage: int = Field(description="bytes of one stage's tile (padding included)")
+    stages: int = Field(description="pipeline stages (buffers in flight)")
+    swizzle: str = Field(description="TMA swizzle of the tile: none, 32B, 64B or 128B")
+    padding_bytes: int = Field(description="bytes added to each row of the tile (0: none)")
+    write_conflict_ways: float | None = Field(description="bank-conflict ways of the writes into the tile "
+                                              "(1.0 = conflict-free; null: not modelled)")
+    read_conflict_ways: float | None = Field(description="bank-conflict ways of the reads out of the tile "
+                                             "(1.0 = conflict-free; null: not modelled)")
+    store_buffer_bytes: int | None = Field(None, description="bytes of the buffer a TMA store reads from")
+    boxes_per_stage: int | None = Field(None, description="TMA boxes that complete one stage (on one mbarrier "
+                                        "phase, with their bytes summed in expect_tx)")
 
 
-class AsyncOut(_Out):
-    protocol: dict
-    verified: bool
-    verifier: str
-    violations: list[dict]
+class AsyncOut(Out):
+    """The asynchronous protocol the plan's kernel runs, verified before the plan was returned."""
+
+    protocol: ProtocolIn = Field(description="the protocol, in verify-pipeline's input form (fields at their "
+                                 "defaults left out)")
+    verified: bool = Field(description="the typestate verifier found no hazard")
+    verifier: str = Field(description="which verifier checked it")
+    violations: list[ProtocolViolationOut] = Field(description="the verifier's findings (always empty: a plan "
+                                                   "with a hazard is never returned)")
 
 
-class ProofOut(_Out):
-    method: Literal["isl"]
-    verified: bool
-    equal: bool
-    injective: bool
-    relation: str
+class ProofOut(Out):
+    """islpy's proof that the plan moves exactly the request's elements, each once."""
+
+    method: Literal["isl"] = Field(description="the prover")
+    verified: bool = Field(description="equal and injective")
+    equal: bool = Field(description="the plan's element map equals the request's")
+    injective: bool = Field(description="no element is moved twice")
+    relation: str = Field(description="the relation that was compared")
 
 
-class CostOut(_Out):
-    estimated_us: float
-    bytes_moved: int
-    estimated_tbps: float | None
-    model: str
+class CostOut(Out):
+    """The planner's estimate (its cost model, not a measurement)."""
+
+    estimated_us: float = Field(description="estimated kernel time in microseconds")
+    bytes_moved: int = Field(description="bytes read plus bytes written")
+    estimated_tbps: float | None = Field(description="bytes_moved / estimated time, in TB/s")
+    model: str = Field(description="where the cost facts come from: analytic, or the calibration run")
 
 
-class DimOut(_Out):
-    extent: int
-    src_stride: int
-    dst_stride: int
+class DimOut(Out):
+    """One dim of a piece: its extent and its stride on each side (in elements of the piece)."""
+
+    extent: int = Field(description="number of elements along the dim")
+    src_stride: int = Field(description="stride in the source, in elements of element_bytes")
+    dst_stride: int = Field(description="stride in the destination, in elements of element_bytes")
 
 
-class PieceOut(_Out):
-    """One region of a copy (a core, or a ragged tail) and how it is moved."""
+class PieceOut(Out):
+    """One region of the movement (a core, a ragged tail, a gather's slab) and how it is moved."""
 
-    src_offset_bytes: int
-    dst_offset_bytes: int
-    element_bytes: int
-    dims: list[DimOut]
-    strategy: str
-    tile: list[int]
-    grid: list[int]
-    num_warps: int
-    vector_bytes: int
-    store_vector_bytes: int | None = None
-    num_stages: int | None = None
-    descriptors: list[DescriptorOut] | None = None
-    smem: SmemOut | None = None
-    async_: AsyncOut | None = Field(None, alias="async")
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-
-class RelayoutOut(_Out):
-    side: Literal["src", "dst"]
-    old_stride_bytes: int
-    new_stride_bytes: int
+    src_offset_bytes: int = Field(description="byte offset of the region from the source's base (a gather: "
+                                  "from where the index's slab starts)")
+    dst_offset_bytes: int = Field(description="byte offset of the region from the destination's base")
+    element_bytes: int = Field(description="bytes per element of this piece (contiguous runs widened, up to 16)")
+    dims: list[DimOut] = Field(description="the region's dims, outermost first")
+    strategy: StrategyName = Field(description="how this piece is moved (a ragged tail may be direct)")
+    tile: list[int] = Field(description="elements per program: per dim (tiled strategies) or one flat block")
+    grid: list[int] = Field(description="programs to launch")
+    num_warps: int = Field(description="warps per program")
+    vector_bytes: int = Field(description="bytes per load access")
+    store_vector_bytes: int | None = Field(None, description="bytes per store access, when they differ")
+    num_stages: int | None = Field(None, description="pipeline stages of a TMA piece")
+    descriptors: list[DescriptorOut] | None = Field(None, description="the piece's TMA descriptors")
+    smem: SmemOut | None = Field(None, description="the piece's shared-memory tile")
+    async_: AsyncOut | None = Field(None, alias="async", description="the piece's asynchronous protocol")
 
 
-class PlanOut(_Out):
-    strategy: Literal["direct", "tma", "staged_smem", "shuffle", "inspector_executor"]
-    term: str
-    tile: list[int]
-    grid: list[int]
-    num_warps: int
-    num_stages: int
-    vector_bytes: int | None
-    descriptors: list[DescriptorOut]
-    smem: SmemOut | None
-    async_: AsyncOut | None = Field(None, alias="async")
-    gather: dict | None
-    pieces: list[dict]
-    relayout: list[RelayoutOut]
-    cost: CostOut
-    proof: ProofOut
-    explain: list[str] | None = None
+class InspectorOut(Out):
+    """The GPU inspector of an inspector-executor gather."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    buckets: int = Field(description="buckets the indices are sorted into (experts for MoE)")
+    passes: list[str] = Field(description="its passes over the indices, in order")
+    index_bytes: int = Field(description="bytes of (index, position) pairs it writes")
 
 
-class RejectedOut(_Out):
-    strategy: str
-    term: str | None
-    reasons: list[Reason]
+class ExecutorOut(Out):
+    """The dense row copy that follows the inspector."""
+
+    tile_rows: int = Field(description="index entries per program")
+    grouped_by: Literal["expert", "bucket"] = Field(description="what the reordered entries are grouped by")
 
 
-class EgraphOut(_Out):
-    enodes: int
-    eclasses: int
-    iterations: int
-    stop_reason: Literal["saturated", "node_limit", "time_limit", "iteration_limit"]
-    snapshot: str | None = Field(None, description="egraph-serialize JSON (command line / Python API "
-                                 "with keep_egraph)")
-    id: str | None = Field(None, description="the service keeps the e-graph instead: GET "
-                           "/v1/egraphs/{id} (JSON) and /v1/egraphs/{id}/view (HTML)")
+class GatherOut(Out):
+    """How a gather walks its indices."""
+
+    index_count: int = Field(description="index entries")
+    distribution: str = Field(description="what the request says about the index values")
+    unit: int = Field(description="consecutive positions along the axis one index selects (a page, or 1)")
+    slab_bytes: int = Field(description="bytes one index moves")
+    rows_per_program: int = Field(description="index entries per program")
+    axis: int = Field(description="the gathered axis of the source")
+    index_bound: int = Field(description="valid index values are 0 .. index_bound-1")
+    src_index_stride_bytes: int = Field(description="bytes between the slabs of index values i and i+1 in the source")
+    out_index_stride_bytes: int = Field(description="bytes between the slabs of entries j and j+1 in the output")
+    out_shape: list[int] = Field(description="the (contiguous) output's shape")
+    groups: int | None = Field(description="buckets (experts) the entries are routed to, for MoE")
+    inspector: InspectorOut | None = Field(None, description="inspector-executor plans: the inspector")
+    executor: ExecutorOut | None = Field(None, description="inspector-executor plans: the executor")
+    window_rows: int | None = Field(None, description="shuffle plans: rows of the window one warp loads")
 
 
-class TimingsOut(_Out):
-    parse: float
-    saturate: float
-    extract: float
-    solve: float
-    verify: float
-    total: float
+class RelayoutOut(Out):
+    """A row pitch the plan needs re-allocated (options.allow_padding)."""
+
+    side: Literal["src", "dst"] = Field(description="which tensor")
+    old_stride_bytes: int = Field(description="the pitch as given")
+    new_stride_bytes: int = Field(description="the pitch the plan moves into (a multiple of 16 bytes)")
 
 
-class OptimizeResponse(_Out):
-    request_id: str
-    target: str
-    planner: str
-    term: str
-    status: Literal["ok", "infeasible"]
-    plans: list[PlanOut]
-    rejected: list[RejectedOut]
-    egraph: EgraphOut
-    timings_ms: TimingsOut
+class PlanOut(Out):
+    """One lowering plan. The plan-level fields repeat its core (first) piece's; `descriptors`
+    are every piece's. `term` is the planner's formulation (see the README's term language)."""
+
+    kind: KindName = Field(description="what the plan moves: copy, gather or load_tile")
+    strategy: StrategyName = Field(description="how: direct, tma, staged_smem, shuffle or inspector_executor")
+    term: str = Field(description="the planner's formulation as an s-expression (sizes in elements of the "
+                      "formulation's element width)")
+    tile: list[int] = Field(description="the core piece's tile")
+    grid: list[int] = Field(description="the core piece's grid")
+    num_warps: int = Field(description="the core piece's warps per program")
+    num_stages: int = Field(description="pipeline stages (1 when not pipelined)")
+    smem_budget_bytes: int = Field(description="shared memory per block the plan's fields fit (options.smem_bytes, "
+                                   "or the target's limit)")
+    vector_bytes: int | None = Field(description="the core piece's bytes per access")
+    descriptors: list[DescriptorOut] = Field(description="every TMA descriptor of the plan")
+    smem: SmemOut | None = Field(description="the core piece's shared-memory tile")
+    async_: AsyncOut | None = Field(alias="async", description="the core piece's asynchronous protocol")
+    gather: GatherOut | None = Field(description="gathers: how the indices are walked")
+    pieces: list[PieceOut] = Field(description="every region and how it is moved")
+    relayout: list[RelayoutOut] = Field(description="pitches the plan needs re-allocated")
+    cost: CostOut = Field(description="the estimate that ranked this plan")
+    proof: ProofOut = Field(description="the islpy proof")
+    explain: list[str] | None = Field(None, description="options.explain: why this plan")
+
+
+class RejectedOut(Out):
+    """A strategy without a plan."""
+
+    strategy: StrategyName = Field(description="the strategy")
+    term: str | None = Field(description="its best formulation, or null when the e-graph offered none")
+    reasons: list[ReasonOut] = Field(description="why it has no plan")
+
+
+class RulesetStepOut(Out):
+    """One ruleset's run inside one saturation iteration."""
+
+    iteration: int = Field(description="the iteration (0: the final strategy passes)")
+    ruleset: str = Field(description="analysis, layout, padding or strategy")
+    matches: int = Field(description="rule matches applied")
+    nodes_added: int = Field(description="e-nodes the run added (all tables)")
+    time_ms: float = Field(description="wall time of the run")
+
+
+class SaturationReportOut(Out):
+    """What saturation did, iteration by iteration and ruleset by ruleset."""
+
+    steps: list[RulesetStepOut] = Field(description="every ruleset run, in order")
+    rule_matches: dict[str, int] = Field(description="matches per named rule over the whole run (rules that "
+                                         "never matched are left out)")
+
+
+class EgraphOut(Out):
+    """The saturated e-graph's size and how saturation ended."""
+
+    enodes: int = Field(description="e-nodes of the term sorts")
+    eclasses: int = Field(description="e-classes of the term sorts")
+    iterations: int = Field(description="completed saturation rounds")
+    stop_reason: Literal["saturated", "node_limit", "time_limit", "iteration_limit"] = Field(
+        description="saturated: nothing changed; node_limit / time_limit / iteration_limit: a limit stopped it")
+    report: SaturationReportOut | None = Field(None, description="per iteration and ruleset")
+    snapshot: str | None = Field(None, description="egraph-serialize JSON (command line / Python API with "
+                                 "keep_egraph)")
+    id: str | None = Field(None, description="the service keeps the e-graph instead: GET /v1/egraphs/{id} "
+                           "(JSON) and /v1/egraphs/{id}/view (HTML)")
+
+
+class TimingsOut(Out):
+    """Milliseconds per stage."""
+
+    parse: float = Field(description="validation of the request")
+    saturate: float = Field(description="equality saturation")
+    extract: float = Field(description="extraction of the best term per strategy")
+    solve: float = Field(description="z3 field solving, descriptors, protocols")
+    verify: float = Field(description="islpy proofs")
+    total: float = Field(description="the whole request")
+
+
+class OptimizeResponse(Out):
+    """Plans, best first, for one request; or status infeasible with every strategy's reasons."""
+
+    request_id: str = Field(description="the request's id, or a generated one")
+    target: str = Field(description="the hardware target planned for")
+    planner: str = Field(description="the planner's version (plans are cached per version)")
+    term: str = Field(description="the request's movement as an s-expression")
+    status: Literal["ok", "infeasible"] = Field(description="ok: at least one plan")
+    plans: list[PlanOut] = Field(description="plans of distinct strategies, best (lowest estimate) first")
+    rejected: list[RejectedOut] = Field(description="strategies without a plan, and why")
+    egraph: EgraphOut = Field(description="the saturated e-graph")
+    timings_ms: TimingsOut = Field(description="time per stage")
 
 
 def validate_response(obj: dict) -> OptimizeResponse:

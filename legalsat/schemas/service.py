@@ -5,29 +5,29 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, RootModel
 
+from legalsat.diagnostics import InputError
+from legalsat.schemas.base import ErrorBodyOut
 from legalsat.schemas.plan import OptimizeResponse
-
-
-class ErrorDetailOut(BaseModel):
-    code: str = Field(description="stable machine-readable code, e.g. invalid_input, deadline_exceeded")
-    message: str = Field(description="what is wrong, in the caller's terms")
-    fix: str = Field(description="what to do about it")
-    field: str | None = Field(None, description="dotted path of the offending input field")
-    details: list[dict] | None = Field(None, description="every problem, when there are several")
 
 
 class ErrorBody(BaseModel):
     """The one error shape of every route: 4xx and 5xx alike."""
 
-    error: ErrorDetailOut
+    error: ErrorBodyOut = Field(description="the problem (the first of several: see details)")
 
 
 class BatchItemError(BaseModel):
-    """One batch item that has no plan response: invalid, past its deadline, or lost."""
+    """One batch item (or JSON Lines request) that has no plan response: invalid, past its
+    deadline, or lost."""
 
-    request_id: str | None
+    request_id: str | None = Field(description="the item's request_id, when it has one")
     status: str = Field(description='"error"')
-    error: ErrorDetailOut
+    error: ErrorBodyOut = Field(description="the problem")
+
+
+def error_item(err: InputError, request_id: str | None = None) -> dict:
+    """A batch item's (or `legalsat batch` line's) error object."""
+    return {"request_id": request_id, "status": "error", **err.to_dict()}
 
 
 class BatchResponse(RootModel[list[OptimizeResponse | BatchItemError]]):

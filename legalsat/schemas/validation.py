@@ -1,4 +1,4 @@
-"""Turn pydantic validation errors into legalsat's error catalogue entries."""
+"""Turn pydantic validation errors into diagnostics of legalsat's catalogue."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 
 from pydantic import ValidationError
 
-from legalsat.errors import ErrorDetail
+from legalsat.diagnostics import Code, Diagnostic
 
 
 def field_path(loc: tuple) -> str:
@@ -42,8 +42,8 @@ def _did_you_mean(word: object, choices: list[str]) -> str:
 
 
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
-                            known_fields: list[str] | None = None) -> list[ErrorDetail]:
-    """One ErrorDetail per pydantic error (of a ValidationError, or a list of them as
+                            known_fields: list[str] | None = None) -> list[Diagnostic]:
+    """One `invalid_input` (or, for text that is not JSON, `invalid_json`) Diagnostic per pydantic error (of a ValidationError, or a list of them as
     FastAPI's RequestValidationError gives), each naming its field and a fix.
 
     `hints` maps a field name to a fix that is more specific than the generic one;
@@ -68,5 +68,6 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         fix = (hints or {}).get(top) or _FIXES.get(etype) or "correct the value"
         if etype == "value_error" and e.get("ctx", {}).get("error") is not None:
             fix = getattr(e["ctx"]["error"], "fix", fix)
-        out.append(ErrorDetail(code="invalid_input", message=msg, fix=fix, field=path))
+        code = Code.INVALID_JSON if etype == "json_invalid" else Code.INVALID_INPUT
+        out.append(code.at(msg, fix, field=path))
     return out

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 import legalsat
-from legalsat.pipeline import PLANNER_VERSION
+from legalsat.api import PLANNER_VERSION
 from legalsat.server import openapi
 from legalsat.server.cache import PlanCache
 from legalsat.server.deps import ServiceState, require_token

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from legalsat.diagnostics import Code
 from legalsat.server.cache import PlanCache
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
@@ -42,10 +43,8 @@ async def require_token(request: Request,
         return
     given = creds.credentials if creds is not None else ""
     if not secrets.compare_digest(given.encode(), token.get_secret_value().encode()):
-        raise ApiError(401, "unauthorized", "missing or wrong bearer token" if given else
-                       "this server requires a bearer token", "send the header "
-                       "'Authorization: Bearer <token>' with the server's LEGALSAT_TOKEN",
-                       headers={"WWW-Authenticate": "Bearer"})
+        raise ApiError(401, Code.UNAUTHORIZED, "missing or wrong bearer token" if given else
+                       "this server requires a bearer token", headers={"WWW-Authenticate": "Bearer"})
 
 
 async def read_body(request: Request) -> bytes:
@@ -69,5 +68,5 @@ def parse_json(body: bytes, what: str) -> object:
     try:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError) as e:
-        raise ApiError(422, "invalid_json", f"the body is not valid JSON: {e}",
+        raise ApiError(422, Code.INVALID_JSON, f"the body is not valid JSON: {e}",
                        f"send {what} as one JSON value (Content-Type: application/json)") from None

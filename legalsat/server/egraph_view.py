@@ -20,9 +20,11 @@ import shutil
 import subprocess
 from collections import defaultdict, deque
 
-from legalsat.errors import InputError
-from legalsat.rules.language import STRATEGIES
+from legalsat.diagnostics import InputError
 from legalsat.terms.sexpr import parse_sexp
+from legalsat.terms.strategy import Strategy
+
+_STRATEGY_BY_CODE = {s.code: s.value for s in Strategy}
 
 # relation and function names shown with the words the service's users know
 _LABELS = {"TmaOk": "tma_legal", "Div": "strides_divisible_by", "Has": "strategies",
@@ -104,7 +106,7 @@ def egraph_model(egraph_id: str, response: dict, snapshot_json: str) -> dict:
             entry[name] = g.value(out)
         else:  # a relation: a fact, possibly with arguments
             if op == "Has":
-                args = [STRATEGIES[a] if isinstance(a, int) and 0 <= a < len(STRATEGIES) else a for a in args]
+                args = [_STRATEGY_BY_CODE.get(a, a) for a in args]
             if op in ("PadD", "PadS") and len(terms) > 1:
                 args = [terms[1], *args]
             vals = entry.setdefault(name, [])

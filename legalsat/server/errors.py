@@ -1,4 +1,4 @@
-"""The service's error shape (DESIGN.md): every failure is
+"""The service's error shape: every failure is
 `{"error": {"code", "message", "fix", "field"}}` with a status that says whose it is:
 401 token, 404 unknown e-graph, 413 body over the limit, 422 invalid input (naming the field),
 429 queue full, 503 worker lost / shutting down, 504 past the deadline. A 500 is a bug."""
@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from legalsat.errors import ErrorDetail, InputError, internal_error
+from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.schemas.service import ErrorBody
 from legalsat.schemas.validation import details_from_validation
 
@@ -34,12 +34,12 @@ def error_responses(*statuses: int) -> dict:
 
 
 class ApiError(Exception):
-    """An error response: status, stable code, message, fix, field, extra headers."""
+    """An error response: status, catalogue code, message, fix, field, extra headers."""
 
-    def __init__(self, status: int, code: str, message: str, fix: str, field: str | None = None,
-                 headers: dict[str, str] | None = None):
-        super().__init__(message)
-        self.detail = ErrorDetail(code, message, fix, field)
+    def __init__(self, status: int, code: Code, message: str | None = None, fix: str | None = None,
+                 field: str | None = None, headers: dict[str, str] | None = None):
+        self.detail = code.at(message, fix, field=field)
+        super().__init__(self.detail.message)
         self.status, self.headers = status, headers
         self._body: dict | None = None
 
@@ -47,12 +47,12 @@ class ApiError(Exception):
     def answered(cls, status: int, body: dict) -> ApiError:
         """An error a worker already answered (its whole body, `details` included)."""
         err = body["error"]
-        out = cls(status, err["code"], err["message"], err["fix"], err.get("field"))
+        out = cls(status, Code.by_id(err["code"]), err["message"], err["fix"], err.get("field"))
         out._body = body
         return out
 
     def body(self) -> dict:
-        return self._body or {"error": self.detail.to_dict()}
+        return self._body or {"error": self.detail.to_error()}
 
 
 def error_json(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -60,27 +60,26 @@ def error_json(status: int, body: dict, headers: dict[str, str] | None = None) -
 
 
 def too_large(limit: int) -> ApiError:
-    return ApiError(413, "too_large", f"the request body is over {limit} bytes",
+    return ApiError(413, Code.TOO_LARGE, f"the request body is over {limit} bytes",
                     "send a smaller body (split a batch), or raise LEGALSAT_MAX_BODY_BYTES on the server")
 
 
 def queue_full() -> ApiError:
-    return ApiError(429, "queue_full", "every planning worker is busy and the queue is full",
-                    "retry after a short wait, or raise LEGALSAT_QUEUE_SIZE / LEGALSAT_WORKERS",
-                    headers={"Retry-After": "1"})
+    return ApiError(429, Code.QUEUE_FULL, headers={"Retry-After": "1"})
 
 
 def deadline(ms: int, waited: bool) -> ApiError:
     where = "waiting for a worker" if waited else "planning"
-    return ApiError(504, "deadline_exceeded", f"no answer within the deadline of {ms} ms (spent {where})",
-                    "raise options.timeout_ms (capped by LEGALSAT_DEADLINE_MS), lower options.node_limit, "
-                    "or retry when the service is less busy")
+    return ApiError(504, Code.DEADLINE_EXCEEDED, f"no answer within the deadline of {ms} ms (spent {where})")
 
 
 def worker_lost() -> ApiError:
-    return ApiError(503, "worker_lost", "the planning worker handling this request stopped (it was killed "
-                    "or ran out of memory); a replacement has been started",
-                    "retry the request", headers={"Retry-After": "1"})
+    return ApiError(503, Code.WORKER_LOST, "the planning worker handling this request stopped (it was killed "
+                    "or ran out of memory); a replacement has been started", headers={"Retry-After": "1"})
+
+
+def shutting_down() -> ApiError:
+    return ApiError(503, Code.SHUTTING_DOWN, headers={"Retry-After": "1"})
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -97,18 +96,15 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, e: RequestValidationError):
         details = details_from_validation(list(e.errors())) or [
-            ErrorDetail("invalid_input", "invalid request", "see the route's schema at /docs")]
+            Code.INVALID_INPUT.at("invalid request", "see the route's schema at /docs")]
         return error_json(422, InputError(details).to_dict())
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, e: StarletteHTTPException):
-        code = {404: "not_found", 405: "method_not_allowed"}.get(e.status_code, "http_error")
-        fix = {404: "see /docs for the routes", 405: "see /docs for the methods of this route"}.get(
-            e.status_code, "see /docs")
-        return error_json(e.status_code, {"error": {"code": code, "message": str(e.detail), "fix": fix,
-                                                    "field": None}}, getattr(e, "headers", None))
+        code = {404: Code.NOT_FOUND, 405: Code.METHOD_NOT_ALLOWED}.get(e.status_code, Code.HTTP_ERROR)
+        return error_json(e.status_code, {"error": code.at(str(e.detail)).to_error()}, getattr(e, "headers", None))
 
     @app.exception_handler(Exception)
     async def _bug(_: Request, e: Exception):
         log.exception("unhandled error")
-        return error_json(500, {"error": internal_error(e).to_dict()})
+        return error_json(500, {"error": internal_error(e).to_error()})

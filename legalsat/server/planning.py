@@ -14,19 +14,14 @@ import logging
 import time
 import uuid
 
-from legalsat.pipeline import PLANNER_VERSION
+from legalsat.api import PLANNER_VERSION
 from legalsat.schemas.optimize import parse_request
 from legalsat.server.cache import request_key, splice_request_id
 from legalsat.server.deps import ServiceState
-from legalsat.server.errors import ApiError, deadline, queue_full, worker_lost
+from legalsat.server.errors import ApiError, deadline, queue_full, shutting_down, worker_lost
 from legalsat.server.pool import DeadlineExceeded, PoolClosed, QueueFull, WorkerLost
 
 log = logging.getLogger("legalsat.server")
-
-
-def _shutting_down() -> ApiError:
-    return ApiError(503, "shutting_down", "the service is shutting down", "retry against another "
-                    "instance, or after the restart", headers={"Retry-After": "1"})
 
 
 async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: int) -> tuple[int, bytes, dict]:
@@ -36,7 +31,7 @@ async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: in
     except QueueFull:
         raise queue_full() from None
     except PoolClosed:
-        raise _shutting_down() from None
+        raise shutting_down() from None
     waiter = asyncio.wrap_future(fut)
     try:
         try:

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger("legalsat.pool")
 
-PRELOAD = ["legalsat.extract.plans", "legalsat.schemas.optimize", "legalsat.schemas.pipeline",
-           "legalsat.extract.protocol_verify"]
+PRELOAD = ["legalsat.planner.build", "legalsat.planner.reasons", "legalsat.schemas.convert", "legalsat.schemas.optimize",
+           "legalsat.schemas.protocol"]
 
 
 class QueueFull(Exception):

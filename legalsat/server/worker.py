@@ -14,14 +14,13 @@ event loop.
 
 from __future__ import annotations
 
-import json
 import traceback
 import uuid
 from collections.abc import Callable
 
-from legalsat.errors import InputError, internal_error
-from legalsat.pipeline import optimize
-from legalsat.schemas.pipeline import verdict_json
+from legalsat.api import optimize, verify_pipeline
+from legalsat.diagnostics import InputError, internal_error
+from legalsat.schemas.base import compact_json
 
 Answer = tuple[int, bytes, dict]
 
@@ -32,10 +31,6 @@ WARM_UP = {"op": {"kind": "copy",
                   "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
 
 
-def _dumps(obj: dict) -> bytes:
-    return json.dumps(obj, separators=(",", ":")).encode()
-
-
 def _optimize(payload: dict) -> Answer:
     out = optimize(payload)
     snapshot = out["egraph"].pop("snapshot", None)
@@ -44,11 +39,11 @@ def _optimize(payload: dict) -> Answer:
     meta = {"request_id": out.pop("request_id"), "enodes": out["egraph"]["enodes"],
             "eclasses": out["egraph"]["eclasses"], "stop_reason": out["egraph"]["stop_reason"],
             "egraph_id": out["egraph"].get("id"), "snapshot": snapshot}
-    return 200, _dumps(out), meta
+    return 200, compact_json(out), meta
 
 
 def _verify_pipeline(payload: dict) -> Answer:
-    return 200, verdict_json(payload), {}
+    return 200, verify_pipeline(payload).model_dump_json(exclude_unset=True).encode(), {}
 
 
 JOBS: dict[str, Callable[[dict], Answer]] = {"optimize": _optimize, "verify_pipeline": _verify_pipeline}
@@ -60,9 +55,9 @@ def run_job(kind: str, payload: dict) -> Answer:
     try:
         return JOBS[kind](payload)
     except InputError as e:
-        return 422, _dumps(e.to_dict()), {}
+        return 422, compact_json(e.to_dict()), {}
     except Exception as e:  # noqa: BLE001 - a planner bug must come back as an answer
-        return 500, _dumps({"error": internal_error(e).to_dict()}), {"traceback": traceback.format_exc(limit=20)}
+        return 500, compact_json({"error": internal_error(e).to_error()}), {"traceback": traceback.format_exc(limit=20)}
 
 
 def worker_main(conn, target: str) -> None:

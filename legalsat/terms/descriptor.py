@@ -43,14 +43,14 @@ class Swizzle(StrEnum):
 
     @property
     def span_bytes(self) -> int:
-        """Bytes one swizzle row spans (0 for none): the cap on the inner box."""
-        if self is Swizzle.NONE:
-            return 0
-        if self is Swizzle.B32:
-            return 32
-        if self is Swizzle.B64:
-            return 64
-        return 128
+        """Bytes one swizzle row spans (0 for none): the cap on the inner box. The one table
+        of swizzle spans: shared-memory layouts, descriptors and kernels read it here."""
+        return _SWIZZLE_SPAN[self]
+
+    @classmethod
+    def widest_within(cls, nbytes: int) -> Swizzle:
+        """The widest of none/32B/64B/128B whose span `nbytes` fills (none below 32 bytes)."""
+        return next((s for s in (cls.B128, cls.B64, cls.B32) if nbytes >= s.span_bytes), cls.NONE)
 
 
 class L2Promotion(StrEnum):
@@ -73,6 +73,8 @@ class OobFill(StrEnum):
         return 0 if self is OobFill.NONE else 1
 
 
+_SWIZZLE_SPAN = {Swizzle.NONE: 0, Swizzle.B32: 32, Swizzle.B64: 64, Swizzle.B128: 128,
+                 Swizzle.B128_ATOM_32B: 128, Swizzle.B128_ATOM_32B_FLIP_8B: 128, Swizzle.B128_ATOM_64B: 128}
 _INTERLEAVE_CU = {v: i for i, v in enumerate(Interleave)}
 # value -> member tables: a plain dict lookup is ~10x faster than calling the Enum class.
 _INTERLEAVE = {m.value: m for m in Interleave}
@@ -141,21 +143,6 @@ class TmaDescriptor:
             oob_fill=_OOB[oob_fill],
         )
 
-    def to_fields(self) -> dict:
-        """The public JSON form (inverse of `from_fields`)."""
-        return {
-            "dtype": self.dtype.name,
-            "rank": self.rank,
-            "global_address": self.global_address,
-            "global_dim": list(self.global_dim),
-            "global_strides": list(self.global_strides),
-            "box_dim": list(self.box_dim),
-            "element_strides": list(self.element_strides),
-            "interleave": self.interleave.value,
-            "swizzle": self.swizzle.value,
-            "l2_promotion": self.l2_promotion.value,
-            "oob_fill": self.oob_fill.value,
-        }
 
 
 _dtype = dtype

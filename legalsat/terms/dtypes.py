@@ -67,3 +67,8 @@ def dtype(name: str) -> DType:
         return DTYPES[name]
     except KeyError:
         raise KeyError(f"unknown dtype {name!r}; use one of: {', '.join(DTYPE_NAMES)}") from None
+
+
+# The unsigned integer type of each word width: what kernels move and shared-memory models
+# reason about, whatever the request's dtype (moves are bit copies).
+WORD_DTYPES: dict[int, DType] = {1: DTYPES["uint8"], 2: DTYPES["uint16"], 4: DTYPES["uint32"], 8: DTYPES["uint64"]}

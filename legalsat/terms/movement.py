@@ -18,28 +18,52 @@ from enum import StrEnum
 from math import prod
 
 from legalsat.terms.dtypes import DType
+from legalsat.terms.integers import span
 
 MAX_RANK = 8
 MAX_BYTES = 1 << 63
 
 
 class Consumer(StrEnum):
-    """Who reads a loaded tile out of shared memory."""
+    """Who reads a loaded tile out of shared memory. `code`: its number in the planner's
+    egglog terms (`(Tile code ...)`)."""
 
     WGMMA_A = "wgmma_a"
     WGMMA_B = "wgmma_b"
     ROWS = "rows"
     COLS = "cols"
 
+    @property
+    def code(self) -> int:
+        return list(Consumer).index(self)
+
 
 class Distribution(StrEnum):
-    """What is known about a gather's index values."""
+    """What is known about a gather's index values. `code`: its number in the planner's
+    egglog terms (`(Gath count code ...)`); `clusters`: entries close in value come together
+    (what makes inspecting them pay off)."""
 
     RANDOM = "random"
     SORTED = "sorted"
     CLUSTERED = "clustered"
     PAGED = "paged"
     WARP_LOCAL = "warp_local"
+
+    @property
+    def code(self) -> int:
+        return list(Distribution).index(self)
+
+    @property
+    def clusters(self) -> bool:
+        return self in (Distribution.CLUSTERED, Distribution.PAGED)
+
+
+class MovementKind(StrEnum):
+    """What a request (and every plan for it) moves."""
+
+    COPY = "copy"
+    GATHER = "gather"
+    LOAD_TILE = "load_tile"
 
 
 @dataclass(frozen=True)
@@ -67,7 +91,7 @@ class View:
 
     def span_elems(self) -> int:
         """One past the largest element offset the view touches."""
-        return 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides))
+        return span(self.shape, self.strides)
 
 
 @dataclass(frozen=True)
@@ -77,6 +101,8 @@ class Copy:
     src: View
     dst: View
 
+    kind = MovementKind.COPY
+
 
 @dataclass(frozen=True)
 class LoadTile:
@@ -85,6 +111,8 @@ class LoadTile:
     src: View
     tile: tuple[int, ...]
     consumer: Consumer
+
+    kind = MovementKind.LOAD_TILE
 
 
 @dataclass(frozen=True)
@@ -106,6 +134,8 @@ class Gather:
     src: View
     axis: int
     index: IndexSpec
+
+    kind = MovementKind.GATHER
 
     @property
     def unit(self) -> int:
@@ -137,3 +167,13 @@ def moved_elements(m: Movement) -> int:
     if isinstance(m, Gather):
         return m.index.count * m.unit * (m.src.numel // m.src.shape[m.axis])
     return m.src.numel
+
+
+def transposed_pair(dims) -> tuple[int, int] | None:
+    """(a, b) over dims given as (extent, src stride, dst stride): the first dim contiguous in
+    src only and the first contiguous in dst only, or None when the copy does not transpose.
+    The planner and the kernels share this one reading of "transposes"."""
+    dims = list(dims)
+    a = next((k for k, (n, s, d) in enumerate(dims) if n > 1 and s == 1 and d != 1), None)
+    b = next((k for k, (n, s, d) in enumerate(dims) if n > 1 and d == 1 and s != 1), None)
+    return (a, b) if a is not None and b is not None else None

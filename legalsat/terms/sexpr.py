@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from legalsat.errors import ErrorDetail, InputError
+from legalsat.diagnostics import Code, InputError
 
 Sexp = str | int | list
 
@@ -22,7 +22,7 @@ MAX_TERM_CHARS = 1 << 16
 
 
 def _err(message: str, fix: str) -> InputError:
-    return InputError([ErrorDetail("invalid_term", message, fix, "term")])
+    return Code.INVALID_TERM.error(message, fix, "term")
 
 
 def tokenize(text: str) -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import DType
 
 
@@ -19,18 +20,9 @@ class MemOp(StrEnum):
     STORE = "store"
 
 
-class TileSwizzle(StrEnum):
-    """TMA swizzle modes for shared-memory tiles: the 16-byte chunk index within each span
-    is XORed with the 128-byte row index (mod span/16)."""
-
-    NONE = "none"
-    B32 = "32B"
-    B64 = "64B"
-    B128 = "128B"
-
-    @property
-    def span_bytes(self) -> int:
-        return {"none": 0, "32B": 32, "64B": 64, "128B": 128}[self.value]
+# The TMA swizzle modes a shared-memory tile can have (TMA writes it so): the 16-byte chunk
+# index within each span is XORed with the 128-byte row index (mod span/16).
+TILE_SWIZZLES = (Swizzle.NONE, Swizzle.B32, Swizzle.B64, Swizzle.B128)
 
 
 class WarpPattern(StrEnum):
@@ -62,14 +54,15 @@ class SharedAccess:
 class SmemTile:
     """A 2-D tile in shared memory, row-major, at a 1024-byte-aligned base (as TMA needs).
 
-    `row_pitch_bytes` >= cols * element size; padding is the difference.
+    `row_pitch_bytes` >= cols * element size; padding is the difference; `swizzle` is one of
+    TILE_SWIZZLES.
     """
 
     dtype: DType
     rows: int
     cols: int
     row_pitch_bytes: int
-    swizzle: TileSwizzle = TileSwizzle.NONE
+    swizzle: Swizzle = Swizzle.NONE
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,9 @@ from conftest import DATA
 
 from legalsat.analyses.bank_conflicts import analyze_access
 from legalsat.analyses.smem_layout import swizzle_offset
-from legalsat.analyses.targets import GFX942, SM90
-from legalsat.terms.smem import MemOp, SharedAccess, TileSwizzle
+from legalsat.targets import GFX942, SM90
+from legalsat.terms.descriptor import Swizzle
+from legalsat.terms.smem import MemOp, SharedAccess
 
 LD, ST = MemOp.LOAD, MemOp.STORE
 
@@ -125,7 +126,7 @@ def test_gfx942_write_and_read_group_lanes_differently():
 
 def test_swizzle_matches_tma_definition():
     # 128B: chunk bits 4..6 XOR row bits 7..9
-    assert swizzle_offset(1 * 128 + 0, TileSwizzle.B128) == 128 + 16
-    assert swizzle_offset(7 * 128 + 7 * 16, TileSwizzle.B128) == 7 * 128
-    assert swizzle_offset(3 * 128 + 16, TileSwizzle.B32) == 3 * 128 + 0
-    assert swizzle_offset(5 * 128 + 48, TileSwizzle.NONE) == 5 * 128 + 48
+    assert swizzle_offset(1 * 128 + 0, Swizzle.B128) == 128 + 16
+    assert swizzle_offset(7 * 128 + 7 * 16, Swizzle.B128) == 7 * 128
+    assert swizzle_offset(3 * 128 + 16, Swizzle.B32) == 3 * 128 + 0
+    assert swizzle_offset(5 * 128 + 48, Swizzle.NONE) == 5 * 128 + 48

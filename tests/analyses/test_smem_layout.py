@@ -8,10 +8,11 @@ from hypothesis import strategies as st
 
 from legalsat.analyses.bank_conflicts import analyze_access
 from legalsat.analyses.smem_layout import analyze_tile_access, reduce_tile_access, swizzle_offset
-from legalsat.analyses.targets import GFX942, SM90
-from legalsat.errors import InputError
+from legalsat.diagnostics import InputError
+from legalsat.targets import GFX942, SM90
+from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import DTYPES
-from legalsat.terms.smem import MemOp, SmemTile, TileAccess, TileSwizzle, WarpPattern
+from legalsat.terms.smem import TILE_SWIZZLES, MemOp, SmemTile, TileAccess, WarpPattern
 
 ELEMS = [d for d in DTYPES.values() if not d.packed]
 
@@ -23,7 +24,7 @@ def tile_accesses(draw):
     cols = draw(st.sampled_from([16, 32, 64, 128])) // ebytes * 2
     rows = draw(st.sampled_from([16, 32, 48]))
     pad = draw(st.sampled_from([0, 4, 8, 16, 128]))
-    sw = draw(st.sampled_from(list(TileSwizzle)))
+    sw = draw(st.sampled_from(list(TILE_SWIZZLES)))
     vec_bytes = draw(st.sampled_from([4, 8, 16]))
     vector = max(1, vec_bytes // ebytes)
     tile = SmemTile(d, rows, cols, cols * ebytes + pad, sw)
@@ -52,19 +53,19 @@ def test_structured_equals_sum_of_raw(x, target):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(list(TileSwizzle)), st.integers(0, 63))
+@given(st.sampled_from(list(TILE_SWIZZLES)), st.integers(0, 63))
 def test_swizzle_permutes_16_byte_chunks_within_each_1024_byte_block(sw, block):
     base = block * 1024
     out = sorted(swizzle_offset(base + 16 * c, sw) for c in range(64))
     assert out == [base + 16 * c for c in range(64)]
-    assume(sw is not TileSwizzle.NONE)
+    assume(sw is not Swizzle.NONE)
     assert swizzle_offset(base + 16 * 8 + 0, sw) != base + 16 * 8  # row 1 chunk 0 moves
 
 
 def test_128b_swizzle_makes_column_reads_conflict_free():
     d = DTYPES["bfloat16"]
     plain = analyze_tile_access(TileAccess(SmemTile(d, 64, 64, 128), WarpPattern.COLS, 8), SM90)
-    swz = analyze_tile_access(TileAccess(SmemTile(d, 64, 64, 128, TileSwizzle.B128),
+    swz = analyze_tile_access(TileAccess(SmemTile(d, 64, 64, 128, Swizzle.B128),
                                          WarpPattern.COLS, 8), SM90)
     assert plain.conflict_ways == 8.0 and swz.conflict_ways == 1.0
 
@@ -77,7 +78,7 @@ def test_padding_by_16_bytes_also_fixes_column_reads():
 
 def test_ldmatrix_on_swizzled_tile_is_conflict_free():
     d = DTYPES["float16"]
-    r = analyze_tile_access(TileAccess(SmemTile(d, 64, 64, 128, TileSwizzle.B128),
+    r = analyze_tile_access(TileAccess(SmemTile(d, 64, 64, 128, Swizzle.B128),
                                        WarpPattern.LDMATRIX, 8), SM90)
     assert r.conflict_ways == 1.0
     plain = analyze_tile_access(TileAccess(SmemTile(d, 64, 64, 128), WarpPattern.LDMATRIX, 8), SM90)
@@ -87,7 +88,7 @@ def test_ldmatrix_on_swizzled_tile_is_conflict_free():
 @pytest.mark.parametrize("tile, pattern, vector, field", [
     (SmemTile(DTYPES["bfloat16"], 16, 64, 128), WarpPattern.ROWS, 3, "access.vector"),
     (SmemTile(DTYPES["bfloat16"], 16, 64, 100), WarpPattern.ROWS, 8, "tile.row_pitch_bytes"),
-    (SmemTile(DTYPES["bfloat16"], 16, 64, 136, TileSwizzle.B128), WarpPattern.ROWS, 8,
+    (SmemTile(DTYPES["bfloat16"], 16, 64, 136, Swizzle.B128), WarpPattern.ROWS, 8,
      "tile.row_pitch_bytes"),
     (SmemTile(DTYPES["bfloat16"], 8, 64, 128), WarpPattern.LDMATRIX, 8, "tile"),
 ])

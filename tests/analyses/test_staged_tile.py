@@ -1,9 +1,9 @@
 """Tile layouts chosen by the bank model."""
 
-from legalsat.analyses.staged_tile import best_staged_ways, consumer_layouts, staged_layouts
-from legalsat.analyses.targets import get_target
+from legalsat.analyses.tile_layouts import best_staged_ways, consumer_layouts, staged_layouts
+from legalsat.targets import resolve_target
 
-SM90 = get_target("sm90")
+SM90 = resolve_target("sm90")
 
 
 def test_cols_consumer_is_judged_by_column_reads():

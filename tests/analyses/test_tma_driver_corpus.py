@@ -10,9 +10,9 @@ import os
 
 from conftest import DATA
 
-from legalsat.analyses.targets import SM90
 from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.schemas.descriptors import parse_descriptor
+from legalsat.targets import SM90
 
 CORPUS = os.path.join(DATA, "tma_sm90_driver_corpus.jsonl.gz")
 

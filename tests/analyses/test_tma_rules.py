@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from legalsat.analyses.targets import SM90, SM100, get_target
 from legalsat.analyses.tma_legality import RULES, NoTma, check_descriptor
+from legalsat.targets import SM90, SM100, resolve_target
 from legalsat.terms.descriptor import TmaDescriptor
 
 BASE = {"dtype": "bfloat16", "rank": 3, "global_address": 1 << 40,
@@ -78,7 +78,7 @@ def test_every_rule_has_an_example():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_rule_legal_and_illegal(name):
     target, legal, illegal, field, index = CASES[name]
-    tgt = get_target(target)
+    tgt = resolve_target(target)
     ok = check_descriptor(desc(**legal), tgt)
     assert ok.legal, ok.violations
     bad = check_descriptor(desc(**illegal), tgt)
@@ -116,4 +116,4 @@ def test_all_violations_are_reported_not_just_the_first():
 
 def test_target_without_tma():
     with pytest.raises(NoTma):
-        check_descriptor(desc(), get_target("gfx942"))
+        check_descriptor(desc(), resolve_target("gfx942"))

@@ -32,7 +32,7 @@ def test_validate_descriptor_keeps_every_line_in_order(tmp_path):
     out = [json.loads(x) for x in r.stdout.decode().splitlines()]
     assert len(out) == len(lines)
     assert [o["legal"] for o in out] == [True, False, False, False, False, False, True]
-    assert out[1]["error"]["code"] == "invalid_input"
+    assert out[1]["error"]["code"] == "invalid_json"
     assert out[2]["error"]["code"] == "empty_line"
     assert out[3]["violations"][0]["rule"] == "box_dim.inner_bytes"
     assert out[5]["error"]["field"] == "swizzle"
@@ -101,20 +101,16 @@ def test_bank_conflicts_keeps_every_line_in_order():
     out = [json.loads(x) for x in r.stdout.decode().splitlines()]
     assert len(out) == 4
     assert out[0]["wavefronts"] == 32 and out[0]["conflict_ways"] == 32.0
-    assert out[1]["error"]["code"] == "invalid_input"
+    assert out[1]["error"]["code"] == "invalid_json"  # the same code for bad JSON on every route
     assert out[2]["error"]["field"] == "addresses"
     assert out[3]["conflict_ways"] == 1.0 and len(out[3]["accesses"]) == 8
 
 
 def test_verify_pipeline_keeps_every_line_in_order():
-    import sys as _sys
-    _sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "extract"))
-    from protocols import SEEDS, warp_specialized
+    from legalsat.testing.protocols import SEEDS, protocol_json, warp_specialized
 
-    from legalsat.schemas.pipeline import protocol_to_dict
-
-    good = protocol_to_dict(warp_specialized(2))
-    bad = protocol_to_dict(SEEDS["tx_mismatch"](warp_specialized(2)))
+    good = protocol_json(warp_specialized(2))
+    bad = protocol_json(SEEDS["tx_mismatch"](warp_specialized(2)))
     lines = [json.dumps(good), json.dumps(bad), "{}", "nope"]
     r = run_cli("verify-pipeline", "-", stdin=("\n".join(lines) + "\n").encode())
     assert r.returncode == 0, r.stderr

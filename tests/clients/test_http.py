@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from legalsat.clients.http import Client, ServiceError
-from legalsat.errors import InputError
-from legalsat.server.testing import LiveServer, free_port
+from legalsat.diagnostics import InputError
+from legalsat.testing.live_server import LiveServer, free_port
 
 COPY = {"op": {"kind": "copy",
                "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},

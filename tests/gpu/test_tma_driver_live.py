@@ -10,8 +10,8 @@ import os
 import pytest
 from conftest import DATA
 
-from legalsat.analyses.targets import SM90
 from legalsat.analyses.tma_legality import check_descriptor
+from legalsat.targets import SM90
 from legalsat.terms.descriptor import TmaDescriptor
 
 pytestmark = pytest.mark.gpu

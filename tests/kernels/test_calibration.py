@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.kernel_report import _request as request_of
-from legalsat.analyses.targets.base import CostFacts
-from legalsat.analyses.targets.calibration import cost_document, cost_path, load_cost
+from legalsat.targets.base import CostFacts
+from legalsat.targets.calibration import cost_document, cost_path, load_cost
+from legalsat.testing.workloads import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = json.loads((ROOT / "benchmarks" / "kernel_results.json").read_text())
@@ -27,7 +27,7 @@ def test_every_recorded_kernel_was_exact():
 
 
 def test_shipped_calibration_is_loaded():
-    from legalsat.analyses.targets.sm90 import SM90
+    from legalsat.targets.sm90 import SM90
 
     assert cost_path("sm90").exists()
     assert SM90.cost.source.startswith("calibrated on")
@@ -35,7 +35,7 @@ def test_shipped_calibration_is_loaded():
 
 
 def test_cost_file_round_trip(tmp_path, monkeypatch):
-    import legalsat.analyses.targets.calibration as cal
+    import legalsat.targets.calibration as cal
 
     facts = replace(CostFacts(source="x"), tma=777, by_width=((1, 11), (16, 999)))
     monkeypatch.setattr(cal, "HERE", tmp_path)
@@ -46,14 +46,14 @@ def test_cost_file_round_trip(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("name", [w["name"] for w in RESULTS["workloads"]])
 def test_planners_first_plan_is_within_5_percent(name):
+    from legalsat.api import optimize
     from legalsat.kernels import default_variant
-    from legalsat.pipeline import optimize
 
     w = next(w for w in RESULTS["workloads"] if w["name"] == name)
     plans = PLANS[name]["response"]["plans"]
     auto = {c["strategy"]: c for c in w["candidates"]
             if c.get("ms") and c["variant"] == default_variant(plans[c["plan"]], sm90=True)}
-    first = optimize(request_of(PLANS[name]["workload"]))["plans"][0]
+    first = optimize(Workload(**PLANS[name]["workload"]).request())["plans"][0]
     measured = auto[first["strategy"]]
     assert first["term"] == measured["term"], "the planner's plan changed since the GPU run: rerun it"
     regret = measured["ms"] / min(c["ms"] for c in auto.values())

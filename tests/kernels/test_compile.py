@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_all_kernels_compile_for_sm90():
     require_client()
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, str(ROOT / "tools" / "compile_kernels.py")], capture_output=True,
+    r = subprocess.run([sys.executable, "-m", "tools.compile_kernels"], capture_output=True, cwd=ROOT,
                        text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert " 0 of " not in r.stdout and "kernels compiled for sm90" in r.stdout

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from legalsat.errors import InputError
+from legalsat.diagnostics import InputError
 from legalsat.kernels import emit, select_plan
 from legalsat.kernels.words import WordDim, WordPiece, word_piece
+from legalsat.schemas.plan import PieceOut
 from tests.kernels.client import require_client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,8 +139,10 @@ def test_coalescing_keeps_the_element_map(raw, contiguous):
 
 
 def test_sixteen_byte_elements_become_word_pairs():
-    p = word_piece({"element_bytes": 16, "dims": [{"extent": 8, "src_stride": 1, "dst_stride": 1}],
-                    "tile": [8], "src_offset_bytes": 32, "dst_offset_bytes": 0}, "pieces[0]")
+    piece = PieceOut.model_validate({"element_bytes": 16, "dims": [{"extent": 8, "src_stride": 1, "dst_stride": 1}],
+                                     "tile": [8], "src_offset_bytes": 32, "dst_offset_bytes": 0,
+                                     "strategy": "direct", "grid": [1], "num_warps": 4, "vector_bytes": 16})
+    p = word_piece(piece, "pieces[0]")
     assert p.word == 8 and p.dims[-1] == WordDim(2, 1, 1) and p.dims[0] == WordDim(8, 2, 2) and p.src_offset == 4
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchmarks.kernel_workloads import small_cases
+from legalsat.testing.workloads import small_cases
 from tests.kernels.client import require_client
 
 CASES = small_cases()
@@ -14,7 +14,7 @@ _RESPONSES: dict[str, dict] = {}
 
 
 def response(w) -> dict:
-    from legalsat.pipeline import optimize
+    from legalsat.api import optimize
 
     if w.name not in _RESPONSES:
         _RESPONSES[w.name] = optimize(w.request())
@@ -26,8 +26,8 @@ def test_every_plan_is_bit_exact(w):
     require_client()
     import torch
 
-    from legalsat.clients.torch_reference import make_inputs, poison, reference, same_bits
     from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
     resp = response(w)
     assert resp["plans"], resp["rejected"]
@@ -66,8 +66,8 @@ def test_window_gather_is_exact_when_indices_break_the_promise():
     require_client()
     import torch
 
-    from legalsat.clients.torch_reference import make_inputs, poison, reference, same_bits
     from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
     w = next(w for w in CASES if "warp-local" in w.name)
     resp = response(w)

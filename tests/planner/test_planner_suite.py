@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import legalsat
-from legalsat.pipeline import optimize
+from legalsat.api import optimize
 from legalsat.schemas.plan import validate_response
 from legalsat.terms.descriptor import Swizzle
+from legalsat.testing.planner_suite import load_suite
 
-SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "planner_suite.jsonl"
-REQUESTS = [json.loads(line) for line in SUITE.read_text().splitlines() if line.strip()]
+REQUESTS = load_suite()
 
 
 @functools.cache
@@ -137,12 +136,13 @@ def test_boxes_do_not_depend_on_what_was_planned_before():
     import sys
 
     rid = "bshd-to-bhsd-d128"
-    code = ("import json; from legalsat.pipeline import optimize; "
-            f"q = [json.loads(x) for x in open({str(SUITE)!r}) if {rid!r} in x][0]; "
+    code = ("import json; from legalsat.api import optimize; "
+            "from legalsat.testing.planner_suite import suite_request; "
+            f"q = suite_request({rid!r}); "
             "print(json.dumps([d['box_dim'] for p in optimize(q)['plans'] for x in p['pieces'] "
             "for d in x.get('descriptors', [])]))")
     fresh = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                      check=True, cwd=SUITE.parents[1]).stdout)
+                                      check=True).stdout)
     for other in REQUESTS[:12]:
         response(other["request_id"])
     here = [d["box_dim"] for p in response(rid)["plans"] for x in p["pieces"] for d in x.get("descriptors", [])]

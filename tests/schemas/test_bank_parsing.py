@@ -1,11 +1,13 @@
-"""Bank-conflict requests: any JSON-shaped input gets a report, errors name their field."""
+"""Bank-conflict requests: any JSON-shaped input gets a report or an InputError naming its field."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import legalsat
+from legalsat.diagnostics import InputError
 from legalsat.schemas.bank import BankReportOut
 
 anything = st.recursive(
@@ -29,25 +31,28 @@ plausible = st.fixed_dictionaries({}, optional={
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(anything, plausible))
 def test_report_never_crashes(obj):
-    out = legalsat.analyze_bank_conflicts(obj)
+    try:
+        out = legalsat.analyze_bank_conflicts(obj)
+    except InputError as e:
+        assert all(d.fix and d.message for d in e.details)
+        return
     assert isinstance(out, BankReportOut)
-    if out.error is None:
-        assert out.wavefronts >= 0 and out.ideal_wavefronts >= 0
-    else:
-        assert out.error["fix"]
+    assert out.wavefronts >= 0 and out.ideal_wavefronts >= 0
 
 
 def test_raw_errors_name_the_lane():
     addrs = [16 * i for i in range(32)]
     addrs[3] = 20
-    out = legalsat.analyze_bank_conflicts({"access_bytes": 16, "op": "load", "addresses": addrs})
-    assert out.error["field"] == "addresses[3]"
+    with pytest.raises(InputError) as e:
+        legalsat.analyze_bank_conflicts({"access_bytes": 16, "op": "load", "addresses": addrs})
+    assert e.value.headline.field == "addresses[3]"
 
 
 def test_lane_count_follows_the_target():
-    out = legalsat.analyze_bank_conflicts({"target": "gfx942", "access_bytes": 4, "op": "load",
-                                           "addresses": [4 * i for i in range(32)]})
-    assert out.error["field"] == "addresses" and "64 lanes" in out.error["message"]
+    with pytest.raises(InputError) as e:
+        legalsat.analyze_bank_conflicts({"target": "gfx942", "access_bytes": 4, "op": "load",
+                                         "addresses": [4 * i for i in range(32)]})
+    assert e.value.headline.field == "addresses" and "64 lanes" in e.value.headline.message
 
 
 def test_structured_report_has_per_access_breakdown():

@@ -1,15 +1,16 @@
-"""Descriptor input: arbitrary JSON-shaped input never crashes the verdict, and every
+"""Descriptor input: arbitrary JSON-shaped input gets a verdict or an InputError, and every
 problem names its field."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import legalsat
-from legalsat.errors import InputError
+from legalsat.diagnostics import InputError
 from legalsat.schemas.descriptors import VerdictOut, parse_descriptor
 
 FIELDS = ["dtype", "rank", "global_address", "global_dim", "global_strides", "box_dim",
@@ -33,11 +34,13 @@ plausible = st.fixed_dictionaries({}, optional={
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(json_values, plausible))
 def test_verdict_never_crashes_on_json_shaped_input(obj):
-    out = legalsat.validate_descriptor(obj)
+    try:
+        out = legalsat.validate_descriptor(obj)
+    except InputError as e:
+        assert all(d.fix and d.message for d in e.details)
+        return
     assert isinstance(out, VerdictOut)
     assert out.legal == (not out.violations)
-    if out.error is not None:
-        assert not out.legal and out.error.fix
     for v in out.violations:
         assert v.rule and v.message and v.fix
 
@@ -45,8 +48,10 @@ def test_verdict_never_crashes_on_json_shaped_input(obj):
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=200))
 def test_verdict_never_crashes_on_arbitrary_bytes(raw):
-    out = legalsat.validate_descriptor(raw)
-    assert isinstance(out, VerdictOut)
+    try:
+        assert isinstance(legalsat.validate_descriptor(raw), VerdictOut)
+    except InputError as e:
+        assert e.headline.code.id in ("invalid_input", "invalid_json")
 
 
 def test_problems_name_their_field_and_index():
@@ -60,11 +65,11 @@ def test_problems_name_their_field_and_index():
 
 
 def test_list_lengths_must_match_rank():
-    out = legalsat.validate_descriptor({"dtype": "float16", "rank": 2, "global_address": 0,
-                                        "global_dim": [8, 8], "global_strides": [16, 16],
-                                        "box_dim": [8, 8]})
-    assert out.error.field == "global_strides"
-    assert "rank-1" in out.error.message or "rank 2 needs 1" in out.error.message
+    with pytest.raises(InputError) as e:
+        legalsat.validate_descriptor({"dtype": "float16", "rank": 2, "global_address": 0,
+                                      "global_dim": [8, 8], "global_strides": [16, 16], "box_dim": [8, 8]})
+    assert e.value.headline.field == "global_strides"
+    assert "rank-1" in e.value.headline.message or "rank 2 needs 1" in e.value.headline.message
 
 
 def test_rank_and_element_strides_may_be_omitted():
@@ -75,7 +80,8 @@ def test_rank_and_element_strides_may_be_omitted():
 
 
 def test_misspelt_field_gets_a_suggestion():
-    out = legalsat.validate_descriptor({"dtype": "bf16", "global_address": 0, "global_dim": [8],
-                                        "global_strides": [], "box_dim": [8], "swizle": "none"})
-    messages = " ".join(v.message for v in out.violations)
+    with pytest.raises(InputError) as e:
+        legalsat.validate_descriptor({"dtype": "bf16", "global_address": 0, "global_dim": [8],
+                                      "global_strides": [], "box_dim": [8], "swizle": "none"})
+    messages = " ".join(d.message for d in e.value.details)
     assert "did you mean 'bfloat16'" in messages and "did you mean 'swizzle'" in messages

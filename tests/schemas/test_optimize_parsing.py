@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from legalsat.errors import InputError
+from legalsat.diagnostics import InputError
 from legalsat.schemas.optimize import parse_request
 from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
 

@@ -1,19 +1,25 @@
-"""Protocol input: any JSON-shaped input gets a verdict; problems name their field."""
+"""Protocol input: any JSON-shaped input gets a verdict or an InputError naming its field."""
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import legalsat
-from legalsat.schemas.pipeline import PipelineVerdictOut, protocol_to_dict
+from legalsat.diagnostics import InputError
+from legalsat.schemas.protocol import PipelineVerdictOut
+from legalsat.testing.protocols import protocol_json, warp_specialized
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "extract"))
-from protocols import warp_specialized  # noqa: E402
+
+def verdict_or_error(obj) -> PipelineVerdictOut | InputError:
+    try:
+        return legalsat.verify_pipeline(obj)
+    except InputError as e:
+        assert e.details and all(d.fix for d in e.details)
+        return e
 
 anything = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5000) | st.text(max_size=10),
@@ -26,35 +32,37 @@ anything = st.recursive(
 @settings(max_examples=300, deadline=None)
 @given(anything)
 def test_verdict_never_crashes(obj):
-    out = legalsat.verify_pipeline(obj)
-    assert isinstance(out, PipelineVerdictOut)
-    assert out.ok == (not out.violations and out.error is None)
+    out = verdict_or_error(obj)
+    if isinstance(out, PipelineVerdictOut):
+        assert out.ok == (not out.violations)
 
 
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 40), st.integers(0, 3))
 def test_mutated_valid_protocols_never_crash(n_ops, role):
-    d = protocol_to_dict(warp_specialized(2))
+    d = protocol_json(warp_specialized(2))
     ops = d["roles"][role % 2]["blocks"][0]["ops"]
     if n_ops < len(ops):
         del ops[n_ops]
     d["iterations"] = n_ops
-    assert isinstance(legalsat.verify_pipeline(json.dumps(d)), PipelineVerdictOut)
+    assert isinstance(verdict_or_error(json.dumps(d)), (PipelineVerdictOut, InputError))
 
 
 def test_undeclared_names_are_reported_with_their_path():
-    d = protocol_to_dict(warp_specialized(2))
+    d = protocol_json(warp_specialized(2))
     d["roles"][1]["blocks"][0]["ops"][0]["bar"] = "fulll"
-    out = legalsat.verify_pipeline(d)
-    assert not out.ok and out.error["field"] == "roles[1].blocks[0].ops[0].bar"
-    assert "not declared" in out.error["message"]
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(d)
+    assert e.value.headline.field == "roles[1].blocks[0].ops[0].bar"
+    assert "not declared" in e.value.headline.message
 
 
 def test_missing_operand_is_reported():
-    d = protocol_to_dict(warp_specialized(2))
+    d = protocol_json(warp_specialized(2))
     del d["roles"][0]["blocks"][0]["ops"][0]["phase"]
-    out = legalsat.verify_pipeline(d)
-    assert out.error["field"] == "roles[0].blocks[0].ops[0].phase"
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(d)
+    assert e.value.headline.field == "roles[0].blocks[0].ops[0].phase"
 
 
 def test_shorthands():

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-from pathlib import Path
 
 import httpx
 import pytest
 
-from legalsat.server.testing import LiveServer
+from legalsat.testing.live_server import LiveServer
+from legalsat.testing.planner_suite import suite_request
 
 SMALL = {"op": {"kind": "copy",
                 "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
                 "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
-SUITE = Path(__file__).resolve().parents[2] / "benchmarks" / "planner_suite.jsonl"
 # seconds of planning: the suite's rank-7 copy with a node limit far above the default
-RANK7_OP = next(r["op"] for r in map(json.loads, SUITE.read_text().splitlines())
-                if r.get("request_id") == "rank7-contiguous-fp32")
+RANK7_OP = suite_request("rank7-contiguous-fp32")["op"]
 SLOW = {"op": RANK7_OP, "options": {"node_limit": 400_000, "timeout_ms": 60_000}}
 
 

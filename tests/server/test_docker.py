@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 
-from legalsat.server.testing import LiveServer, free_port
+from legalsat.testing.live_server import LiveServer, free_port
 
 from .conftest import need
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from legalsat.pipeline import optimize
+from legalsat.api import optimize
 from legalsat.server.egraph_view import egraph_model, render_svg, shown_classes, to_dot, view_html
 
 from .conftest import SMALL

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from legalsat.server.testing import LiveServer
+from legalsat.testing.live_server import LiveServer
 
 from .conftest import need
 

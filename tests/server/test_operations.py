@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from legalsat.server.testing import LiveServer
+from legalsat.testing.live_server import LiveServer
 
 from .conftest import SLOW, SMALL
 from .test_api import error

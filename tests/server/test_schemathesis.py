@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from legalsat.server.testing import LiveServer
+from legalsat.testing.live_server import LiveServer
 
 from .conftest import need
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from legalsat.analyses.tma_legality import check_descriptor
-from legalsat.schemas.bank import BankReportOut, RawAccessIn, TileAccessIn, bank_report, parse_bank_request
-from legalsat.schemas.descriptors import DescriptorIn, VerdictOut, parse_descriptor, resolve_tma_target
+from legalsat import api
+from legalsat.schemas.bank import BankReportOut, RawAccessIn, TileAccessIn
+from legalsat.schemas.descriptors import DescriptorIn, VerdictOut
 from legalsat.server.deps import ServiceState, parse_json, read_body, service
 from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
@@ -20,21 +20,18 @@ _ERRORS = error_responses(401, 413, 422)
              responses=_ERRORS, summary="Is this TMA descriptor legal?")
 async def validate_descriptor(request: Request, target: str | None = Query(
         None, description="hardware target (default: the server's LEGALSAT_TARGET)"),
-        state: ServiceState = Depends(service)) -> dict:
+        state: ServiceState = Depends(service)) -> VerdictOut:
     """Judges the arguments of one `cuTensorMapEncodeTiled` call (innermost dimension first,
     strides in bytes) with the model that agrees with the CUDA driver; each violation names
     its rule, field and fix."""
-    tgt = resolve_tma_target(target or state.settings.target)
-    desc = parse_descriptor(await read_body(request))
-    return check_descriptor(desc, tgt).to_dict()
+    return api.validate_descriptor(await read_body(request), target or state.settings.target)
 
 
 @router.post("/v1/analyze/bank-conflicts", response_model=BankReportOut,
              openapi_extra=json_body(RawAccessIn, TileAccessIn), responses=_ERRORS,
              summary="Shared-memory wavefronts of a warp access")
-async def bank_conflicts(request: Request, state: ServiceState = Depends(service)) -> dict:
+async def bank_conflicts(request: Request, state: ServiceState = Depends(service)) -> BankReportOut:
     """Wavefronts of one warp instruction (per-lane byte offsets) or of a tile walked by a
     warp pattern (rows, cols, ldmatrix); the request's `target` defaults to the server's."""
     obj = parse_json(await read_body(request), "a bank-conflict request")
-    term, tgt = parse_bank_request(obj, state.settings.target)
-    return bank_report(term, tgt)
+    return api.analyze_bank_conflicts(obj, state.settings.target)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Path
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 
+from legalsat.diagnostics import Code
 from legalsat.server.deps import ServiceState, service
 from legalsat.server.egraph_view import egraph_model, render_svg, to_dot, view_html
 from legalsat.server.errors import ApiError, error_responses
@@ -45,7 +46,7 @@ class EgraphDoc(BaseModel):
 def _load(state: ServiceState, egraph_id: str) -> dict:
     kept = state.cache.get_egraph(egraph_id) if _ID.match(egraph_id) else None
     if kept is None:
-        raise ApiError(404, "not_found", f"no kept e-graph has id {egraph_id!r} (the service keeps "
+        raise ApiError(404, Code.NOT_FOUND, f"no kept e-graph has id {egraph_id!r} (the service keeps "
                        f"the last {state.settings.egraphs_kept})",
                        'plan the request again with "options": {"keep_egraph": true} and use the '
                        "egraph.id of its response", "egraph_id")

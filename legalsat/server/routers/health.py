@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 
-from legalsat.pipeline import PLANNER_VERSION
+from legalsat.api import PLANNER_VERSION
 from legalsat.schemas.service import Health, Readiness
 from legalsat.server.deps import ServiceState, service
 

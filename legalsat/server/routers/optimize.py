@@ -1,17 +1,16 @@
-"""POST /v1/optimize and /v1/optimize/batch: lowering plans (see legalsat.pipeline)."""
+"""POST /v1/optimize and /v1/optimize/batch: lowering plans (see legalsat.api)."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from legalsat.errors import InputError
-from legalsat.pipeline import error_response
+from legalsat.diagnostics import Code, InputError
+from legalsat.schemas.base import compact_json
 from legalsat.schemas.optimize import OptimizeRequest
 from legalsat.schemas.plan import OptimizeResponse
-from legalsat.schemas.service import BatchResponse
+from legalsat.schemas.service import BatchResponse, error_item
 from legalsat.server.deps import ServiceState, parse_json, read_body, service
 from legalsat.server.errors import ApiError, error_responses, queue_full
 from legalsat.server.openapi import json_body
@@ -40,10 +39,10 @@ async def _item(state: ServiceState, obj: object) -> bytes:
     try:
         return (await plan_one(state, obj))[0]
     except InputError as e:
-        body = error_response(e, rid)
+        body = error_item(e, rid)
     except ApiError as e:
         body = {"request_id": rid, "status": "error", **e.body()}
-    return json.dumps(body, separators=(",", ":")).encode()
+    return compact_json(body)
 
 
 @router.post("/batch", response_model=None,
@@ -58,10 +57,10 @@ async def optimize_batch(request: Request, state: ServiceState = Depends(service
     items = parse_json(await read_body(request), "a JSON array of optimize requests")
     limit = state.settings.max_batch_items
     if not isinstance(items, list) or not items:
-        raise ApiError(422, "invalid_input", "a batch is a non-empty JSON array of optimize requests",
+        raise ApiError(422, Code.INVALID_INPUT, "a batch is a non-empty JSON array of optimize requests",
                        "send [{...}, {...}]; for one request use POST /v1/optimize", "")
     if len(items) > limit:
-        raise ApiError(422, "invalid_input", f"the batch has {len(items)} requests; at most {limit}",
+        raise ApiError(422, Code.INVALID_INPUT, f"the batch has {len(items)} requests; at most {limit}",
                        f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)", "")
     if len(items) > state.pool.capacity_left:
         raise queue_full()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request, Response
 
-from legalsat.schemas.pipeline import PipelineVerdictOut, ProtocolIn, parse_protocol
+from legalsat.schemas.protocol import PipelineVerdictOut, ProtocolIn, parse_protocol
 from legalsat.server.deps import ServiceState, parse_json, read_body, service
 from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body

@@ -1,1 +1,0 @@
-"""From saturated formulations to plans: asynchronous protocols (verification and synthesis)."""

@@ -1,0 +1,99 @@
+"""The planner: one validated request through the named, timed stages.
+
+    saturate (egglog) -> extract (best term per strategy) -> solve (z3 fields, descriptor
+    legality, protocols) -> verify (islpy proofs) -> PlanResponse
+
+Limits are reported in the response's saturation report (`stop_reason`), never raised. A
+candidate that cannot be realized becomes a rejection with its reasons; a plan whose proof
+fails is never returned.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from legalsat.diagnostics import Code
+from legalsat.planner import stages
+from legalsat.planner.build import Built
+from legalsat.planner.formulation import Candidate
+from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
+from legalsat.planner.reasons import why_not
+from legalsat.planner.request import PlanRequest
+from legalsat.planner.solve import Infeasible
+from legalsat.terms.movement import moved_elements
+from legalsat.terms.strategy import Strategy
+
+# Part of every plan-cache key: a new version never serves an older version's plans.
+PLANNER_VERSION = "legalsat-planner/3"
+
+
+class Clock:
+    """Milliseconds per stage (laps are charged to the stage that just ended)."""
+
+    def __init__(self) -> None:
+        self.t = dict.fromkeys(stages.STAGES, 0.0)
+        self.start = self._last = time.perf_counter()
+
+    def lap(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.t[stage] += (now - self._last) * 1000
+        self._last = now
+
+    def result(self) -> dict[str, float]:
+        out = {k: round(v, 3) for k, v in self.t.items()}
+        out["total"] = round((time.perf_counter() - self.start) * 1000, 3)
+        return out
+
+
+def _explain(req: PlanRequest, cand: Candidate, us: float) -> tuple[str, ...]:
+    form = cand.form
+    return tuple([
+        f"formulation {cand.term}",
+        f"{len(form.regions)} piece(s); element width {form.regions[0].eb} bytes" if form.regions else "",
+        f"estimated {us:.2f} us from the {req.target.cost.source} cost model of {req.target.name}",
+    ] + [f"needs {r.side} stride {r.old_bytes} -> {r.new_bytes} bytes (allow_padding)" for r in form.relayouts])
+
+
+def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
+    """One candidate -> its plan (raises Infeasible); the proof must hold."""
+    built: Built = stages.solve(req, cand)
+    clock.lap("solve")
+    proof = stages.verify(built)
+    clock.lap("verify")
+    if not proof.ok:
+        raise Infeasible([Code.PROOF.at(f"the plan's element map is not the request's ({proof.relation}: "
+                                        f"equal={proof.equal}, injective={proof.injective})")])
+    m = req.movement
+    bytes_moved = 2 * moved_elements(m) * m.src.esize  # read + write
+    us = cand.cost / 1e6
+    cost = Cost(round(us, 3), bytes_moved, round(bytes_moved / (us * 1e6), 3) if us else None, req.target.cost.source)
+    return Plan(m.kind, cand.strategy, cand.term, built.tile, built.grid, built.num_warps, built.num_stages,
+                req.smem_bytes, built.vector_bytes, built.descriptors, built.smem, built.pipeline, built.gather, built.pieces,
+                tuple(Relayout(r.side, r.old_bytes, r.new_bytes) for r in cand.form.relayouts), cost, proof,
+                _explain(req, cand, us) if req.options.explain else None)
+
+
+def optimize(req: PlanRequest) -> PlanResponse:
+    """Plan one validated request (see the module docstring)."""
+    clock = Clock()
+    with stages.saturate(req) as sat:
+        clock.lap("saturate")
+        cands = stages.extract(sat)
+        report = sat.report
+        snapshot = sat.snapshot if req.options.keep_egraph else None
+        clock.lap("extract")
+    plans, rejected = [], []
+    for cand in cands:
+        if len(plans) >= req.options.max_plans:
+            break
+        try:
+            plans.append(plan_candidate(req, cand, clock))
+        except Infeasible as e:
+            clock.lap("solve")
+            rejected.append(Rejected(cand.strategy, cand.term, e.reasons))
+    offered = {c.strategy for c in cands}
+    rejected += [Rejected(s, None, tuple(why_not(req, s))) for s in Strategy if s not in offered]
+    return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
+                        "ok" if plans else "infeasible", tuple(plans), tuple(rejected), report, clock.result(),
+                        snapshot)

@@ -1,0 +1,231 @@
+"""islpy proofs that a plan moves exactly the request's elements.
+
+Offsets are in elements of the request's dtype (a widened piece of k-element words walks its
+k sub-elements explicitly), so widened elements, pieces at byte offsets and relayouts compose
+without special cases.
+
+Copies and gathers are proven by decoding: every walk point's dst offset is decoded into a
+request index with quasi-affine floors (the destination layout is nested, as validation
+ensures for real layouts), and isl checks that no walk point decodes out of bounds or to an
+index whose request src / dst offsets differ from the walk's, that the walk is injective,
+and that it has as many points as the request has elements; then the walk is a bijection
+onto the request's elements. This avoids existential quantifiers, which make isl's
+set-equality tests blow up on large strided lattices. When the dst layout is not nested,
+the fallback compares the two (src, dst) pair sets directly. Tile loads compare
+(tile coordinates, src offset, offset within the tile) sets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import islpy as isl
+
+from legalsat.planner.formulation import Region
+from legalsat.planner.plan import Proof
+from legalsat.terms.movement import contiguous_strides
+
+
+@dataclass(frozen=True)
+class Walk:
+    """How a plan walks one region: `tiles[k]` elements of dim k per program step, or
+    `linear` elements of the flattened region (outermost first) per program."""
+
+    piece: Region
+    tiles: tuple[int, ...] | None = None
+    linear: int | None = None
+
+
+def _sum(terms: list[str]) -> str:
+    terms = [t for t in terms if t]
+    return " + ".join(terms) if terms else "0"
+
+
+def request_copy(shape, src_strides, dst_strides) -> tuple[list[str], list[str], str, str]:
+    """Index variables, bounds, src and dst element offsets of a strided copy."""
+    idx = [f"i{k}" for k in range(len(shape))]
+    cons = [f"0 <= {i} < {n}" for i, n in zip(idx, shape)]
+    src = _sum([f"{s}*{i}" for i, s in zip(idx, src_strides) if s])
+    dst = _sum([f"{d}*{i}" for i, d in zip(idx, dst_strides) if d])
+    return idx, cons, src, dst
+
+
+def _walk(w: Walk, tag: str, unit: int) -> tuple[list[str], list[str], str, str]:
+    """Walk variables, their bounds, and the src / dst element offsets as expressions of
+    them (piece coordinates are quasi-affine in the walk variables)."""
+    p = w.piece
+    per = p.eb // unit  # request elements per piece element
+    dims = p.dims
+    vars_: list[str] = []
+    if w.linear is not None:
+        # flat blocks of the row-major flattened piece partition it (l <-> x is the mixed-radix
+        # bijection), so the walk is the piece's box itself; floors here would only slow isl
+        cons, xs = [], []
+        for k, (n, _, _) in enumerate(dims):
+            x = f"{tag}x{k}"
+            vars_.append(x)
+            cons.append(f"0 <= {x} < {n}")
+            xs.append(x)
+    else:
+        cons, xs = [], []
+        for k, ((n, _, _), t) in enumerate(zip(dims, w.tiles)):
+            g, o = f"{tag}g{k}", f"{tag}o{k}"
+            vars_ += [g, o]
+            cons += [f"{g} >= 0", f"0 <= {o} < {t}", f"{t}*{g} + {o} < {n}"]
+            xs.append(f"({t}*{g} + {o})")
+    sub = []
+    if per > 1:
+        e = f"{tag}e"
+        vars_.append(e)
+        cons.append(f"0 <= {e} < {per}")
+        sub = [e]
+    src = _sum([str(p.src_offset // unit)] + [f"{s * per}*{x}" for x, (_, s, _) in zip(xs, dims) if s] + sub)
+    dst = _sum([str(p.dst_offset // unit)] + [f"{d * per}*{x}" for x, (_, _, d) in zip(xs, dims) if d] + sub)
+    return vars_, cons, src, dst
+
+
+def _map(params: list[str], dom: list[str], exists: list[str], cons: list[str], src: str, dst: str) -> isl.Map:
+    body = " and ".join(list(cons) + [f"sb = {src}", f"db = {dst}"])
+    if exists:
+        body = f"exists ({', '.join(exists)} : {body})"
+    return isl.Map(f"{{ [{', '.join(params + dom)}] -> [sb, db] : {body} }}")
+
+
+def _plan_maps(walks: list[Walk], params: list[str], unit: int, offsets=("", "")) -> tuple[isl.Map, isl.Map]:
+    """(projected relation params -> pairs, full walk relation) of a plan's pieces."""
+    proj = full = None
+    width = max(len(_walk(w, "", unit)[0]) for w in walks)
+    for k, w in enumerate(walks):
+        vars_, cons, src, dst = _walk(w, f"p{k}", unit)
+        src = _sum([offsets[0], src])
+        dst = _sum([offsets[1], dst])
+        a = _map(params, [], vars_, cons, src, dst)
+        # the full walk is keyed by (piece, walk vars) so pieces never collide by accident
+        dom = vars_ + [f"z{j}" for j in range(width - len(vars_))]
+        f = _map(params, [str(k)] + dom, [], cons + [f"z{j} = 0" for j in range(width - len(vars_))], src, dst)
+        proj = a if proj is None else proj.union(a)
+        full = f if full is None else full.union(f)
+    return proj, full
+
+
+def _decoder(shape, strides, addr: str) -> list[str] | None:
+    """Quasi-affine expressions recovering the index from an element offset `addr` of a
+    nested layout (strides sorted, each clearing the span of the smaller ones), or None."""
+    dims = sorted((k for k, n in enumerate(shape) if n > 1), key=lambda k: -strides[k])
+    span = 0
+    for k in reversed(dims):
+        if strides[k] <= span:
+            return None
+        span += (shape[k] - 1) * strides[k]
+    out = ["0"] * len(shape)
+    rem = addr
+    for k in dims:
+        out[k] = f"floor(({rem})/{strides[k]})"
+        rem = f"({rem}) - {strides[k]}*floor(({rem})/{strides[k]})"
+    return out
+
+
+def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit: int,
+                       params: list[str], pcons: list[str]) -> tuple[bool, bool, int] | None:
+    """Equal-and-injective check without existentials: decode each walk point's dst offset
+    into a request index i (quasi-affine), and require (a) i in bounds, (b) the request's
+    src and dst offsets at i equal the walk's, for every walk point; (c) the walk injective;
+    (d) as many walk points as request elements. Then the walk is a bijection onto the
+    request's index set that moves every element to the right place."""
+    total = 0
+    equal = injective = True
+    for k, w in enumerate(walks):
+        vars_, bounds, src_x, dst_x = _walk(w, f"p{k}", unit)
+        # offsets shared by the request and the plan (a gather's j / r bases) cancel
+        idx_x = _decoder(shape, dst_strides, dst_x)
+        if idx_x is None:
+            return None
+        space = f"[{', '.join(params + vars_)}]"
+        base = " and ".join(pcons + bounds) if (pcons + bounds) else "true"
+        req_src = _sum([f"{st}*({e})" for e, st in zip(idx_x, src_strides) if st])
+        req_dst = _sum([f"{st}*({e})" for e, st in zip(idx_x, dst_strides) if st])
+        inb = " and ".join(f"0 <= {e} < {n}" for e, n in zip(idx_x, shape))
+        bad = isl.Set(f"{{ {space} : {base} and not ({inb} and {req_src} = {src_x} and {req_dst} = {dst_x}) }}")
+        equal &= bad.is_empty()
+        walk_only = " and ".join(bounds) or "true"
+        injective &= isl.Map(f"{{ [{', '.join(vars_)}] -> [{dst_x}] : {walk_only} }}").is_injective()
+        total += w.piece.elems * (w.piece.eb // unit)
+    return equal, injective, total
+
+
+def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -> Proof:
+    """The plan's pieces and walks cover the copy's element pairs exactly once."""
+    numel = prod(shape)
+    fast = _check_by_decoding(shape, src_strides, dst_strides, walks, esize, [], [])
+    if fast is not None:
+        equal, injective, total = fast
+        # distinct pieces write disjoint dst offsets (each decodes to distinct indices only
+        # if their union is injective): count the walk against the request
+        if len(walks) > 1:
+            _, full = _plan_maps(walks, [], esize)
+            injective &= full.is_injective()
+        return Proof(equal and total == numel, injective,
+                     f"{{ walk -> i }} decoded from dst offsets over shape {list(shape)}")
+    idx, cons, src, dst = request_copy(shape, src_strides, dst_strides)
+    req = _map([], [], idx, cons, src, dst)
+    proj, full = _plan_maps(walks, [], esize)
+    return Proof(proj.is_equal(req), full.is_injective(),
+                 f"{{ i -> (src, dst) elements }} over shape {list(shape)}")
+
+
+def prove_gather(src_shape, src_strides, axis: int, unit: int, count: int, esize: int,
+                 walks: list[Walk]) -> Proof:
+    """For every index entry j and gathered row r: the plan's slab walk moves exactly
+    src[r*unit + t, ...] -> out[j*unit + t, ...] (out contiguous)."""
+    shape = list(src_shape)
+    rows = shape[axis] // unit
+    out_shape = list(shape)
+    out_shape[axis] = count * unit
+    out_strides = list(contiguous_strides(tuple(out_shape)))
+    slab_shape = list(shape)
+    slab_shape[axis] = unit
+    params, pcons = ["j", "r"], [f"0 <= j < {count}", f"0 <= r < {rows}"]
+    offs = (f"{unit * src_strides[axis]}*r", f"{unit * out_strides[axis]}*j")
+    fast = _check_by_decoding(slab_shape, src_strides, out_strides, walks, esize, params, pcons)
+    label = f"{{ (j, r) -> (src, out) elements }} for {count} indices over {rows} rows"
+    slab_numel = prod(slab_shape)
+    if fast is not None:
+        equal, injective, total = fast
+        return Proof(equal and total == slab_numel, injective, label)
+    idx, cons, src, dst = request_copy(slab_shape, src_strides, out_strides)
+    req = _map(params, [], idx, cons + pcons, _sum([offs[0], src]), _sum([offs[1], dst]))
+    proj, _ = _plan_maps(walks, params, esize, offs)
+    proj = proj.intersect_domain(isl.Set(f"{{ [j, r] : {' and '.join(pcons)} }}"))
+    _, slab_full = _plan_maps(walks, [], esize)
+    return Proof(proj.is_equal(req), slab_full.is_injective(), label)
+
+
+def prove_tile(src_shape, src_strides, tile, esize: int, boxes: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> Proof:
+    """Every tile (coordinates T) is covered exactly once by its boxes: the set of
+    (T, src byte, byte within the row-major tile) equals the request's, in bounds.
+    `boxes`: (box origin within the tile, box extents), outermost first."""
+    r = len(src_shape)
+    T = [f"T{k}" for k in range(r)]
+    tstr = [1] * r
+    for k in range(r - 2, -1, -1):
+        tstr[k] = tstr[k + 1] * tile[k + 1]
+    i = [f"i{k}" for k in range(r)]
+    cons = [f"{t} >= 0" for t in T] + [f"0 <= {a} < {tile[k]}" for k, a in enumerate(i)]
+    cons += [f"{tile[k]}*{T[k]} + {i[k]} < {src_shape[k]}" for k in range(r)]
+    src = _sum([f"{src_strides[k]}*({tile[k]}*{T[k]} + {i[k]})" for k in range(r)])
+    tb = _sum([f"{tstr[k]}*{i[k]}" for k in range(r)])
+    req = _map(T, [], i, cons, src, tb)
+    plan = full = None
+    for n, (origin, ext) in enumerate(boxes):
+        o = [f"o{k}" for k in range(r)]
+        c = [f"{t} >= 0" for t in T] + [f"0 <= {o[k]} < {ext[k]}" for k in range(r)]
+        c += [f"{tile[k]}*{T[k]} + {origin[k]} + {o[k]} < {src_shape[k]}" for k in range(r)]
+        s = _sum([f"{src_strides[k]}*({tile[k]}*{T[k]} + {origin[k]} + {o[k]})" for k in range(r)])
+        t = _sum([f"{tstr[k]}*({origin[k]} + {o[k]})" for k in range(r)])
+        a = _map(T, [], o, c, s, t)
+        f = _map(T, [str(n)] + o, [], c, s, t)
+        plan = a if plan is None else plan.union(a)
+        full = f if full is None else full.union(f)
+    return Proof(plan.is_equal(req), full.is_injective(),
+                 f"{{ tile -> (src, tile element) }} for tile {list(tile)}")

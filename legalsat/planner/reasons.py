@@ -1,0 +1,77 @@
+"""Why a strategy has no plan for a request, in the catalogue's terms.
+
+A strategy the saturated e-graph never offered gets the reason that keeps it out (for TMA,
+the legality verdict of the descriptor a compiler would write for the views as given); an
+offered strategy that could not be realized carries its builder's reasons instead.
+"""
+
+from __future__ import annotations
+
+from legalsat.analyses.tma_legality import check_descriptor
+from legalsat.diagnostics import Code, Diagnostic
+from legalsat.planner.build.common import placeholder_address
+from legalsat.planner.request import PlanRequest
+from legalsat.targets import Target
+from legalsat.terms.descriptor import TmaDescriptor
+from legalsat.terms.movement import Copy, Gather, LoadTile, View
+from legalsat.terms.strategy import Strategy
+
+# strategies the e-graph offers only for some movements: what keeps them out otherwise
+_NOT_OFFERED = {
+    Strategy.STAGED_SMEM: Code.NOT_TRANSPOSING,
+    Strategy.SHUFFLE: Code.NOT_TRANSPOSING_SMALL,
+    Strategy.INSPECTOR_EXECUTOR: Code.INDICES_UNSTRUCTURED,
+    Strategy.DIRECT: Code.NO_FIELDS,
+}
+
+
+def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
+    """Why TMA is out for a request: the legality verdict of the descriptor a compiler would
+    write for the view as given (innermost dim first)."""
+    order = sorted((k for k, n in enumerate(view.shape) if n > 1), key=lambda k: view.strides[k])
+    order = order or [view.rank - 1]
+    if len(order) > target.tma.max_rank:
+        return [Code.RANK.at(f"the view has {len(order)} dims of extent > 1 that do not coalesce; TMA takes "
+                             f"at most {target.tma.max_rank}")]
+    es = view.esize
+    desc = TmaDescriptor.from_fields(
+        dtype=view.dtype.name, rank=len(order), global_address=placeholder_address(view.base_align),
+        global_dim=[view.shape[k] for k in order], global_strides=[view.strides[k] * es for k in order[1:]],
+        box_dim=[min(view.shape[k], 256 if i else max(1, 128 // es)) for i, k in enumerate(order)],
+        element_strides=[1] * len(order))
+    out = []
+    if view.strides[order[0]] != 1:
+        out.append(Code.INNER_CONTIGUOUS.at(f"the innermost dim has stride {view.strides[order[0]]}; TMA's dim 0 "
+                                            "is contiguous"))
+    return out + list(check_descriptor(desc, target).violations)
+
+
+def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
+    m = req.movement
+    if req.target.tma is None:
+        return [Code.NO_TMA_UNIT.at(f"{req.target.name} has no tensor memory accelerator")]
+    if isinstance(m, Gather):
+        return [Code.GATHER_TMA.at()]
+    views = [m.src] + ([m.dst] if isinstance(m, Copy) else [])
+    reasons = [r for v in views for r in natural_descriptor(v, req.target)]
+    if isinstance(m, Copy) and m.src.base_align % 16 == 0 and m.dst.base_align % 16 == 0 and not reasons:
+        reasons = [Code.INNER_EXTENT.at()]
+    if any(r.code is Code.GLOBAL_STRIDES_ALIGN for r in reasons) and not req.options.allow_padding:
+        reasons.append(Code.ALLOW_PADDING.at())
+    return reasons or [Code.TMA_UNAVAILABLE.at()]
+
+
+def why_not(req: PlanRequest, strategy: Strategy) -> list[Diagnostic]:
+    """The reasons `strategy` was never offered for `req` (never empty)."""
+    m = req.movement
+    if strategy is Strategy.TMA:
+        return _why_not_tma(req)
+    if isinstance(m, LoadTile) and strategy is not Strategy.DIRECT:
+        return [Code.LOAD_TILE_STRATEGY.at(f"tile loads use tma or direct staging, not {strategy.value}")]
+    if isinstance(m, Copy) and strategy is Strategy.INSPECTOR_EXECUTOR:
+        return [Code.NO_INDICES.at()]
+    if isinstance(m, Gather) and strategy is Strategy.STAGED_SMEM:
+        return [Code.GATHER_STAGED.at()]
+    if isinstance(m, Gather) and strategy is Strategy.SHUFFLE:
+        return [Code.NOT_WARP_LOCAL.at()]
+    return [_NOT_OFFERED[strategy].at()]

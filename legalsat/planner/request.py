@@ -1,0 +1,44 @@
+"""What the planner is asked: a validated movement, its target and the planning options.
+
+legalsat.schemas.optimize validates untrusted input into a PlanRequest; the planner
+trusts it (every invariant below holds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from legalsat.targets import Target
+from legalsat.terms.movement import Movement
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """Planning options (defaults as the request schema documents them).
+
+    `timeout_ms` bounds the whole request: saturation takes at most half of it. `smem_bytes`
+    None means the target's shared memory per block."""
+
+    allow_padding: bool = False
+    max_plans: int = 3
+    timeout_ms: int = 2000
+    node_limit: int = 20000
+    smem_bytes: int | None = None
+    explain: bool = False
+    keep_egraph: bool = False
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """A validated request. `term_text` is the canonical s-expression of `movement`."""
+
+    target: Target
+    movement: Movement
+    options: PlanOptions
+    term_text: str
+    request_id: str | None = None
+
+    @property
+    def smem_bytes(self) -> int:
+        """The shared-memory budget every strategy's fields must fit."""
+        return self.options.smem_bytes or self.target.smem_per_block_bytes

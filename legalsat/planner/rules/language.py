@@ -1,0 +1,61 @@
+"""The term language the planner saturates (egglog sorts), and its analysis tables.
+
+A movement's dims are a cons list of (extent, src stride, dst stride), strides in elements
+of the movement's current element width `eb` (bytes). A Dims e-class stands for the *set*
+of (src offset, dst offset) pairs its dims enumerate, so every member of a class has the
+same element map: that is the invariant every layout rule must keep.
+
+Codes are not written here: `Cand`'s first argument is a `Strategy.code`, `Gath`'s second a
+`Distribution.code`, `Tile`'s first a `Consumer.code`, `Eff`'s key a `CostFact` (see
+legalsat.planner.rules.program, which fills the placeholders).
+"""
+
+LANGUAGE = """
+(datatype Dims (DNil) (DCons i64 i64 i64 Dims))
+(datatype Mov
+  (Copy i64 i64 i64 Dims)      ; element bytes, src base align, dst base align, dims
+  (Pieces Mov Mov)             ; both movements: a core and a tail
+  (Shift i64 i64 Mov)          ; the movement with src / dst bases advanced (bytes)
+  (Gath i64 i64 Mov)           ; index count, distribution code, the slab one index moves
+  (Tile i64 Mov))              ; consumer code, one tile's movement into shared memory
+(datatype Plan
+  (Direct Mov) (Tma Mov) (Staged Mov) (Shuffle Mov) (InspExec Mov)
+  (PadSrc i64 i64 Plan :cost 2000000) ; needs the src pitch re-allocated (old, new stride, bytes):
+  (PadDst i64 i64 Plan :cost 2000000)) ; a relayout costs the caller, so 2 us are charged
+(constructor Lower (Mov) Plan :unextractable)    ; a movement that needs a plan
+(constructor Cand (i64 Mov) Plan :unextractable) ; every plan of one strategy for a movement
+(constructor Halve (Dims) Dims :unextractable)   ; the dims with every stride halved
+
+; analysis tables: lattices (merge min / max) so members of one class agree
+(function Elems (Dims) i64 :merge (min old new))
+(function Rank (Dims) i64 :merge (min old new))      ; dims of extent > 1
+(function SrcRun (Dims) i64 :merge (max old new))    ; extent of the src-contiguous dim
+(function DstRun (Dims) i64 :merge (max old new))
+(function MaxD (Dims) i64 :merge (max old new))      ; largest dst stride of a dim > 1
+(function MaxS (Dims) i64 :merge (max old new))
+(relation Div (Dims i64))                            ; every stride divisible by k
+(function Bytes (Mov) i64 :merge (min old new))
+(function Width (Mov) i64 :merge (max old new))      ; access bytes of a non-transposing form
+(function Small (Mov) i64 :merge (max old new))      ; bytes of the smaller contiguous side
+(relation Transp (Mov))                              ; src and dst contiguous along different dims
+(relation TmaOk (Mov))                               ; a form whose descriptors may be legal
+(relation AllowPad ())
+(relation Has (i64 Mov))                             ; a plan of strategy code exists
+(relation PadD (Mov Mov i64 i64))                    ; movement, padded movement, old, new dst stride (bytes)
+(relation PadS (Mov Mov i64 i64))
+(relation Groups (i64))
+(relation ClusteredDist (i64))                       ; distribution codes whose indices cluster
+(relation Clustered (Mov))                           ; a gather whose indices cluster (clustered, paged, experts)
+(function SortPs (Mov) i64 :merge (max old new))      ; ps to order a gather's slots first (grouped: by expert)
+
+; cost tables read by egglog's extractor (estimated picoseconds)
+(function cost_table_Direct (Mov) i64 :merge (min old new))
+(function cost_table_Tma (Mov) i64 :merge (min old new))
+(function cost_table_Staged (Mov) i64 :merge (min old new))
+(function cost_table_Shuffle (Mov) i64 :merge (min old new))
+(function cost_table_InspExec (Mov) i64 :merge (min old new))
+(function cost_table_Copy (i64 i64 i64 Dims) i64 :merge (min old new))
+(function EffWidth (i64) i64 :no-merge)              ; permille of copy bandwidth by access width
+(function Eff (i64) i64 :no-merge)                   ; permille of copy bandwidth by CostFact
+(function StagedWays (i64) i64 :no-merge)            ; permille slowdown of the best staged tile
+"""

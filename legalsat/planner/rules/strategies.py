@@ -1,0 +1,101 @@
+"""Strategy introduction and estimated time (ruleset `strategy`).
+
+Each rule offers one way to run a movement that needs a plan (`Lower m`) and attaches its
+estimated time in picoseconds as the node's extraction cost:
+
+    time = launch + bytes * 2e6 / (bandwidth_GBps * efficiency_permille)
+
+Efficiencies come from the target's cost facts (seeded as `Eff` / `EffWidth` tables) and the
+bank model (`StagedWays eb`: the permille slowdown of the best staged tile's conflicts), so a
+calibration changes numbers, not rules.
+
+Placeholders (filled by legalsat.planner.rules.program): `{direct}` ... `{inspector_executor}`
+are Strategy codes, `{warp_local}` a Distribution code, `{eff_tma}` ... `{eff_scatter}`
+CostFact keys of the `Eff` table (`eff_scatter`: element-wise access); `{launch_ps}`,
+`{bandwidth}` (GB/s), `{row_overhead}` and `{sort_bytes}` (bytes) come from the target's
+CostFacts.
+"""
+
+STRATEGIES = """
+(ruleset strategy)
+; every Copy form costs its number of accesses (fewer, wider accesses extract first)
+(rule ((= m (Copy eb sa da x)) (= e (Elems x))) ((set (cost_table_Copy eb sa da x) e))
+      :ruleset strategy :name "copy-tiebreak")
+
+; ---- copies: direct is always possible (element by element at worst) ----
+(rule ((= p (Lower m)) (= b (Bytes m)) (= w (Width m)) (= e (EffWidth w)))
+      ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
+       (set (cost_table_Direct m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "direct")
+(rule ((= p (Lower m)) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (Eff {eff_scatter})))
+      ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
+       (set (cost_table_Direct m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "direct-elementwise")
+(rule ((= p (Lower m)) (TmaOk m) (= b (Bytes m)) (= w (Width m)) (= e (Eff {eff_tma})))
+      ((union (Cand {tma} m) (Tma m)) (Has {tma} m)
+       (set (cost_table_Tma m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "tma")
+(rule ((= p (Lower m)) (TmaOk m) (Transp m) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (Eff {eff_tma_transpose}))
+       (= k (StagedWays eb)))
+      ((union (Cand {tma} m) (Tma m)) (Has {tma} m)
+       (set (cost_table_Tma m) (+ {launch_ps} (/ (* (/ (* b k) 1000) 2000000) (* {bandwidth} e))))) :ruleset strategy
+      :name "tma-transpose")
+; staged: a shared tile turns a transposing copy into contiguous loads and stores; small
+; contiguous sides (< 32 bytes) waste sectors
+(rule ((= p (Lower m)) (Transp m) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (Eff {eff_staged}))
+       (= k (StagedWays eb)) (= z (Small m)))
+      ((union (Cand {staged_smem} m) (Staged m)) (Has {staged_smem} m)
+       (set (cost_table_Staged m)
+            (+ {launch_ps} (/ (* (/ (* b k) 1000) 2000000) (* {bandwidth} (/ (* e (min z 32)) 32)))))) :ruleset strategy
+      :name "staged")
+; shuffle: the smaller side fits a warp's registers (<= 64 bytes): exchange in registers
+(rule ((= p (Lower m)) (Transp m) (= b (Bytes m)) (= z (Small m)) (<= z 64) (= e (Eff {eff_shuffle})))
+      ((union (Cand {shuffle} m) (Shuffle m)) (Has {shuffle} m)
+       (set (cost_table_Shuffle m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "shuffle")
+
+; ---- gathers: the slab one index moves decides the access efficiency ----
+; a direct gather of grouped (MoE) slots sorts them by group first (a device radix sort:
+; launches and {sort_bytes} bytes of keys and values per slot); other gathers sort nothing
+(rule ((= p (Lower m)) (= m (Gath c k s))) ((set (SortPs m) 0)) :ruleset strategy :name "gather-unsorted")
+(rule ((= p (Lower m)) (= m (Gath c k s)) (Groups g))
+      ((set (SortPs m) (+ (* 4 {launch_ps}) (/ (* (* c {sort_bytes}) 2000000) (* {bandwidth} 500))))) :ruleset strategy
+      :name "gather-sorted-by-group")
+(rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)) (= z (SortPs m)))
+      ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
+       (set (cost_table_Direct m)
+            (+ (+ {launch_ps} z) (/ (* (* c b) 2000000) (* {bandwidth} (/ (* ew (/ (* b 1000) (+ b {row_overhead}))) 1000))))))
+      :ruleset strategy :name "gather-direct")
+(rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= e (Eff {eff_scatter})) (= z (SortPs m)))
+      ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
+       (set (cost_table_Direct m) (+ (+ {launch_ps} z) (/ (* (* c b) 2000000) (* {bandwidth} e))))) :ruleset strategy
+      :name "gather-direct-elementwise")
+(rule ((= p (Lower m)) (= m (Gath c {warp_local} s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w))
+       (= e (Eff {eff_shuffle_gather})))
+      ((union (Cand {shuffle} m) (Shuffle m)) (Has {shuffle} m)
+       (set (cost_table_Shuffle m) (+ {launch_ps} (/ (* (* c b) 2000000) (* {bandwidth} (/ (* e ew) 1000))))))
+      :ruleset strategy :name "gather-window")
+; inspector-executor: bucket indices on the GPU (three passes over them), then copy dense
+; runs of rows; pays off when indices cluster (analysis `Clustered`)
+(rule ((= p (Lower m)) (Clustered m) (= m (Gath c k s)) (= b (Bytes s)) (= w (Width s))
+       (= ew (EffWidth w)) (= e (Eff {eff_inspector})))
+      ((union (Cand {inspector_executor} m) (InspExec m)) (Has {inspector_executor} m)
+       (set (cost_table_InspExec m)
+            (+ (* 3 {launch_ps}) (+ (/ (* (* c 24) 2000000) (* {bandwidth} 500))
+               (/ (* (* c b) 2000000) (* {bandwidth} (/ (* (/ (* e ew) 1000) (/ (* b 4000) (+ (* b 4) {row_overhead}))) 1000)))))))
+      :ruleset strategy :name "inspector-executor")
+
+; ---- plans of a padded movement are plans of the request (under their Pad wrapper) ----
+(rule ((PadD m m2 d d2) (Has c m2)) ((Has c m) (union (Cand c m) (PadDst d d2 (Cand c m2)))) :ruleset strategy
+      :name "padded-dst")
+(rule ((PadS m m2 s s2) (Has c m2)) ((Has c m) (union (Cand c m) (PadSrc s s2 (Cand c m2)))) :ruleset strategy
+      :name "padded-src")
+
+; ---- tile loads into shared memory ----
+(rule ((= p (Lower m)) (= m (Tile k s)) (TmaOk s) (= b (Bytes s)) (= e (Eff {eff_tma})))
+      ((union (Cand {tma} m) (Tma m)) (Has {tma} m) (set (cost_table_Tma m) (/ (* b 2000000) (* {bandwidth} e))))
+      :ruleset strategy :name "tile-tma")
+(rule ((= p (Lower m)) (= m (Tile k s)) (= b (Bytes s)) (= w (Width s)) (= e (EffWidth w)))
+      ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
+       (set (cost_table_Direct m) (+ 1000 (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "tile-direct")
+(rule ((= p (Lower m)) (= m (Tile k s)) (Transp s) (= b (Bytes s)) (= e (Eff {eff_scatter})))
+      ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
+       (set (cost_table_Direct m) (+ 1000 (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy
+      :name "tile-direct-elementwise")
+"""

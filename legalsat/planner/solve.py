@@ -1,0 +1,244 @@
+"""z3 chooses the exact fields of a candidate: tiles and boxes, vector width, stages, grid.
+
+Every field problem is a small integer program over log2 sizes (tiles and boxes are powers of
+two, as Triton's host descriptors require). Each constraint is tracked by a name; when a
+problem is unsat, its unsat core is turned into an explanation that names the rule, the
+numbers and what would make the candidate feasible.
+
+Only constraints a user can act on (a request field, an option, the tensor's layout) carry a
+catalogue code and appear in reasons as themselves; the planner's own choices (tile caps,
+runs, extents) are summarised in one `no_fields` reason when they alone make a problem unsat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import z3
+
+from legalsat.diagnostics import Code, Diagnostic
+from legalsat.planner.formulation import Region
+from legalsat.terms.integers import cdiv, floor_log2
+
+MAX_LOG = 20
+
+
+class Infeasible(Exception):
+    """A candidate cannot become a plan; `reasons` say why (catalogue diagnostics)."""
+
+    def __init__(self, reasons: list[Diagnostic] | tuple[Diagnostic, ...]):
+        self.reasons = tuple(reasons)
+        super().__init__("; ".join(r.message for r in self.reasons))
+
+
+@dataclass
+class FieldProblem:
+    """A z3 Optimize problem whose constraints carry explanations (see the module docstring)."""
+
+    what: str = "field values"
+    explanations: dict[str, tuple[Code | None, str, str | None]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.opt = z3.Optimize()
+        self.opt.set("timeout", 2000)
+
+    def log2_var(self, name: str, hi: int) -> z3.ArithRef:
+        v = z3.Int(name)
+        self.opt.add(v >= 0, v <= min(hi, MAX_LOG))
+        return v
+
+    def require(self, name: str, cond, message: str, fix: str | None = None, code: Code | None = None) -> None:
+        """Track `cond` as `name`. With a `code`, the constraint is the user's to change and is
+        reported as that code with `message` and `fix`; without, it is the planner's own."""
+        self.explanations[name] = (code, message, fix)
+        self.opt.assert_and_track(cond, name)
+
+    def solve(self, maximize: list) -> z3.ModelRef:
+        for obj in maximize:
+            self.opt.maximize(obj)
+        if self.opt.check() != z3.sat:
+            core = [self.explanations[str(c)] for c in self.opt.unsat_core()]
+            actionable = [code.at(message, fix) for code, message, fix in core if code is not None]
+            if not actionable:
+                why = "; ".join(message for _, message, _ in core)
+                actionable = [Code.NO_FIELDS.at(f"no {self.what} satisfies the planner's constraints: {why}")]
+            raise Infeasible(actionable)
+        return self.opt.model()
+
+
+def pow2(v) -> z3.ArithRef:
+    """2**v for an integer variable 0 <= v <= MAX_LOG, as a z3 term."""
+    out = z3.IntVal(1 << MAX_LOG)
+    for k in range(MAX_LOG - 1, -1, -1):
+        out = z3.If(v == k, z3.IntVal(1 << k), out)
+    return out
+
+
+def warps_for(tile_bytes: int) -> int:
+    """4 warps up to 8 KiB of tile, 8 beyond (enough bytes in flight per SM)."""
+    return 4 if tile_bytes <= 8192 else 8
+
+
+@dataclass(frozen=True)
+class LinearFields:
+    """A flat traversal: `block` elements of `vector_bytes` per program."""
+
+    block: int
+    grid: int
+    num_warps: int
+    vector_bytes: int
+
+
+def solve_linear(p: Region, max_block_bytes: int = 16384) -> LinearFields:
+    """Block size of a direct copy piece: the largest power of two of at most
+    `max_block_bytes` that the piece can fill."""
+    fp = FieldProblem("block size")
+    e = fp.log2_var("block_log2", MAX_LOG)
+    lb = floor_log2(p.eb)
+    fp.require("block_bytes", e + lb <= floor_log2(max_block_bytes),
+               f"a block of more than {max_block_bytes} bytes per program")
+    fp.require("block_fits", e <= max(floor_log2(p.elems - 1) + 1, 0) if p.elems > 1 else e == 0,
+               f"a block larger than the {p.elems} elements of the piece")
+    m = fp.solve([e])
+    block = 1 << m[e].as_long()
+    return LinearFields(block, cdiv(p.elems, block), warps_for(block * p.eb), p.eb)
+
+
+@dataclass(frozen=True)
+class TmaFields:
+    """Box per piece dim (outermost first, aligned with `order`), stages."""
+
+    order: tuple[int, ...]  # piece dim indices, innermost (descriptor dim 0) first
+    box: tuple[int, ...]    # box extent per descriptor dim, innermost first
+    stages: int
+    tile_bytes: int
+
+
+def solve_tma_box(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_bytes: int,
+                  store_buffers: int = 1, max_tile_bytes: int = 32768,
+                  inner_cap_bytes: int | None = None, dst_inner: int | None = None) -> TmaFields:
+    """Box dims for descriptors over `order` (innermost first): each <= 256 and <= its extent,
+    inner box a multiple of 16 bytes, 2..4 stages of the box (+ store staging) within
+    `smem_bytes`. `dst_inner`: position in `order` of the dim the store descriptor takes
+    innermost (a transpose), which needs 16 bytes too. `inner_cap_bytes` caps the inner box
+    of every descriptor (the load's and, with `dst_inner`, the store's): a swizzled box spans
+    at most its swizzle. Maximizes the inner box, then the store's inner box, then the box
+    bytes, then each outer box dim in order (a unique optimum: the same piece always gets
+    the same box)."""
+    fp = FieldProblem("TMA box")
+    dims = [p.dims[k] for k in order]
+    es = [fp.log2_var(f"box{k}_log2", 8) for k in range(len(dims))]
+    lb = floor_log2(dtype_bytes)
+    scale = p.eb // dtype_bytes  # 16-byte elements travel as pairs of 8-byte ones
+    for k, (n, _, _) in enumerate(dims):
+        ext = n * (scale if k == 0 else 1)
+        fp.require(f"box{k}_within_extent", es[k] <= floor_log2(ext),
+                   f"box dim {k} cannot exceed the extent {ext}")
+    inner_bytes = dims[0][0] * p.eb
+    fp.require("inner_box_16B", es[0] + lb >= 4,
+               f"the contiguous extent is {inner_bytes} bytes; a TMA inner box must be a multiple "
+               "of 16 bytes", code=Code.INNER_BOX_16B)
+    if dst_inner is not None:
+        fp.require("dst_inner_box_16B", es[dst_inner] + lb >= 4,
+                   f"the destination's contiguous extent is {dims[dst_inner][0] * p.eb} bytes; a TMA "
+                   "inner box must be a multiple of 16 bytes", code=Code.DST_INNER_BOX_16B)
+    if inner_cap_bytes:
+        fp.require("inner_box_swizzle_span", es[0] + lb <= floor_log2(inner_cap_bytes),
+                   f"the inner box may span at most {inner_cap_bytes} bytes under its swizzle")
+        if dst_inner is not None:
+            fp.require("dst_inner_box_swizzle_span", es[dst_inner] + floor_log2(p.eb) <= floor_log2(inner_cap_bytes),
+                       f"the store's inner box may span at most {inner_cap_bytes} bytes under its swizzle")
+    total = z3.Sum(es) + lb
+    fp.require("tile_bytes", total <= floor_log2(max_tile_bytes),
+               f"a box of more than {max_tile_bytes} bytes")
+    stages = z3.Int("stages")
+    fp.opt.add(stages >= 1, stages <= 4)
+    # linear per box size: (stages + store buffers) boxes and the barriers fit the budget
+    hi = floor_log2(max_tile_bytes)
+    fits = z3.Or([z3.And(total == k, (stages + store_buffers) * (1 << k) + 64 <= smem_bytes)
+                  for k in range(4, hi + 1)])
+    fp.require("smem_budget", fits,
+               f"two stages of the smallest legal box do not fit {smem_bytes} bytes of shared memory",
+               code=Code.SMEM_BUDGET)
+    fp.require("two_stages", stages >= 2, "a TMA pipeline needs at least two stages to overlap",
+               code=Code.TWO_STAGES)
+    # the remaining box dims break ties in order (z3 returns any optimum otherwise, and which
+    # one depended on the solver calls made before in the process)
+    m = fp.solve([es[0]] + ([es[dst_inner]] if dst_inner is not None else []) + [total] + es[1:] + [stages])
+    box = tuple(1 << m[e].as_long() for e in es)
+    return TmaFields(order, box, m[stages].as_long(), 1 << m.eval(total).as_long())
+
+
+@dataclass(frozen=True)
+class TileFields:
+    """A 2-D tile over the piece's src-contiguous dim (`a`) and dst-contiguous dim (`b`)."""
+
+    a: int
+    b: int
+    tile_a: int
+    tile_b: int
+    num_warps: int
+
+
+def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run_bytes: int = 256,
+                         small: bool = False) -> TileFields:
+    """Tile extents along dims a (src-contiguous) and b (dst-contiguous): powers of two
+    within the extents, at most `max_tile_bytes`, each side at least `min_run_bytes` of
+    contiguous data when the extent allows. `small`: the shuffle shape (the small side
+    whole, padded to a power of two).
+
+    Measured on the H100 (tools/staged_sweep.py): runs of 256 bytes on both sides and the
+    largest tile win; when destination rows are not 16-byte aligned the emitter skews the
+    tile to 32-byte sectors, and 128-byte destination runs with 256-byte source runs win."""
+    fp = FieldProblem("transpose tile")
+    na, nb = p.dims[a][0], p.dims[b][0]
+    ea, eb_ = fp.log2_var("tile_a_log2", 10), fp.log2_var("tile_b_log2", 10)
+    lb = floor_log2(p.eb)
+    cap_a = floor_log2(na - 1) + 1 if na > 1 else 0
+    cap_b = floor_log2(nb - 1) + 1 if nb > 1 else 0
+    fp.require("tile_a_extent", ea <= cap_a, f"tile beyond the extent {na}")
+    fp.require("tile_b_extent", eb_ <= cap_b, f"tile beyond the extent {nb}")
+    fp.require("tile_bytes", ea + eb_ + lb <= floor_log2(max_tile_bytes),
+               f"a tile of more than {max_tile_bytes} bytes")
+    run = max(floor_log2(min_run_bytes) - lb, 0)
+    unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
+    if small:
+        small_dim = ea if na <= nb else eb_
+        fp.require("small_side_whole", small_dim == min(cap_a, cap_b),
+                   "the small side must be held whole by a warp")
+        objective = [ea + eb_]
+    elif unaligned_dst:  # sector-skewed stores (legalsat.kernels.staged): 128-byte destination
+        # runs, 256-byte source runs, measured best on the H100
+        fp.require("run_b", eb_ == min(max(floor_log2(128) - lb, 0), cap_b),
+                   "a skewed tile stores 128-byte destination runs")
+        fp.require("run_a", ea == min(max(floor_log2(256) - lb, 0), cap_a),
+                   "a skewed tile loads 256-byte source runs")
+        objective = [ea + eb_]
+    else:  # both sides contiguous for min_run_bytes where the extents allow
+        fp.require("run_a", ea >= min(run, cap_a), f"less than {min_run_bytes} contiguous bytes")
+        fp.require("run_b", eb_ >= min(run, cap_b), f"less than {min_run_bytes} contiguous bytes")
+        objective = [ea + eb_, eb_]
+    m = fp.solve(objective)
+    ta, tb = 1 << m[ea].as_long(), 1 << m[eb_].as_long()
+    # scalar stores: 4 warps per tile measured fastest (more programs per SM in flight)
+    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else warps_for(ta * tb * p.eb))
+
+
+@dataclass(frozen=True)
+class RowFields:
+    rows: int
+    num_warps: int
+    vector_bytes: int
+
+
+def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = 32768) -> RowFields:
+    """Rows (index entries) per program of a gather: as many as fit `max_block_bytes`."""
+    fp = FieldProblem("rows per program")
+    e = fp.log2_var("rows_log2", 12)
+    fp.require("block_bytes", pow2(e) * slab_bytes <= max(max_block_bytes, slab_bytes),
+               f"more than {max_block_bytes} bytes per program")
+    fp.require("rows_within_count", e <= floor_log2(count - 1) + 1 if count > 1 else e == 0,
+               f"more rows than the {count} indices")
+    m = fp.solve([e])
+    rows = 1 << m[e].as_long()
+    return RowFields(rows, warps_for(rows * slab_bytes), vector_bytes)

@@ -1,0 +1,81 @@
+"""The planner's named stages, each a function you can call on its own and whose output
+`dump` turns into JSON (`legalsat optimize --stage NAME` prints it):
+
+    saturate(req)         -> Saturation         egglog under the request's limits (a context manager)
+    extract(sat)          -> list[Candidate]    the cheapest term of every strategy
+    solve(req, cand)      -> Built              z3 fields, checked descriptors, verified protocol
+                                                (raises Infeasible with catalogue reasons)
+    verify(built)         -> Proof              islpy: the plan moves exactly the request's elements
+
+`legalsat.planner.optimize.optimize` runs them in order and times each.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
+from enum import Enum
+
+from legalsat.diagnostics import Diagnostic
+from legalsat.planner.build import Built, build
+from legalsat.planner.extract import extract as _extract
+from legalsat.planner.formulation import Candidate
+from legalsat.planner.plan import Proof
+from legalsat.planner.reports import Limits
+from legalsat.planner.request import PlanRequest
+from legalsat.planner.rules.program import request_program
+from legalsat.planner.saturate import Saturation
+from legalsat.planner.saturate import saturate as _saturate
+
+STAGES = ("saturate", "extract", "solve", "verify")
+
+
+def limits(req: PlanRequest) -> Limits:
+    """Saturation's bounds for a request: its node limit and half of its time budget."""
+    return Limits(node_limit=req.options.node_limit, time_budget_s=req.options.timeout_ms / 2000)
+
+
+@contextmanager
+def saturate(req: PlanRequest) -> Iterator[Saturation]:
+    """Stage `saturate`: the request's e-graph, valid inside the `with` block."""
+    with _saturate(request_program(req.movement, req.options.allow_padding), req.target, limits(req)) as sat:
+        yield sat
+
+
+def extract(sat: Saturation) -> list[Candidate]:
+    """Stage `extract`: the best term of every strategy the e-graph offers, cheapest first."""
+    return _extract(sat)
+
+
+def solve(req: PlanRequest, cand: Candidate) -> Built:
+    """Stage `solve`: the candidate's fields (raises Infeasible with the reasons)."""
+    return build(req, cand)
+
+
+def verify(built: Built) -> Proof:
+    """Stage `verify`: the islpy proof of a built plan."""
+    return built.prove()
+
+
+def dump(obj: object) -> object:
+    """A stage's output (or any planner dataclass) as JSON-able data: dataclasses as dicts,
+    enums by value, callables and e-graphs left out, diagnostics by code."""
+    if isinstance(obj, Saturation):
+        return dump(obj.report)
+    if isinstance(obj, Diagnostic):
+        return {"code": obj.id, "message": obj.message, "fix": obj.fix, "field": obj.field}
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        out = {}
+        for f in dataclasses.fields(obj):
+            v = getattr(obj, f.name)
+            if not callable(v) or isinstance(v, Enum):
+                out[f.name] = dump(v)
+        return out
+    if isinstance(obj, Enum):
+        return obj.value
+    if isinstance(obj, (list, tuple)):
+        return [dump(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): dump(v) for k, v in obj.items()}
+    return obj

@@ -1,0 +1,329 @@
+"""The JSON form of asynchronous copy protocols: what `legalsat verify-pipeline`,
+`POST /v1/verify/pipeline` and `legalsat.verify_pipeline` read, and what TMA plans carry
+(`plans[].async.protocol`, which verify-pipeline accepts as it is).
+
+Shorthands: a barrier or buffer reference may be a plain name ("full" = element i mod
+count); a block's `count` / `start` may be an integer, "N" (the trip count) or
+{"n": a, "c": b} for a*N + b.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal
+
+from pydantic import Field, StrictBool, StrictInt, ValidationError
+
+from legalsat.diagnostics import Code, Diagnostic, InputError
+from legalsat.protocols.model import (
+    Affine,
+    BarrierArray,
+    Block,
+    BufferArray,
+    Guard,
+    Op,
+    OpKind,
+    Parity,
+    Protocol,
+    Role,
+    Slot,
+)
+from legalsat.schemas.base import ErrorOut, Out, Strict
+from legalsat.schemas.validation import details_from_validation
+
+if TYPE_CHECKING:  # the verifier (networkx) stays out of what plans and kernels import
+    from legalsat.protocols.verify import ProtocolVerdict
+
+Name = Annotated[str, Field(min_length=1, max_length=64)]
+SmallInt = Annotated[StrictInt, Field(ge=-4096, le=4096)]
+MAX_OPS, MAX_ROLES, MAX_SLOTS, MAX_TRIP = 256, 8, 64, 4096
+
+
+class AffineIn(Strict):
+    """a*N + c for the trip count N."""
+
+    n: Annotated[StrictInt, Field(ge=0, le=1)] = Field(0, description="coefficient of the trip count N (0 or 1)")
+    c: SmallInt = Field(0, description="constant term")
+
+
+class SlotIn(Strict):
+    """An element of a barrier or buffer array: (i + shift) mod count, a fixed element, or all."""
+
+    name: Name = Field(description="the array's name")
+    shift: SmallInt = Field(0, description="element (i + shift) mod count of iteration i")
+    fixed: Annotated[StrictInt, Field(ge=0)] | None = Field(None, description="this element, whatever i")
+    all: StrictBool = Field(False, description="every element (init / invalidate)")
+
+
+class ParityIn(Strict):
+    """The phase parity a wait expects: ((i + shift) // period) mod 2, xor flip; or fixed."""
+
+    shift: SmallInt = Field(0, description="iteration offset")
+    flip: StrictBool = Field(False, description="invert the parity (a producer waiting for an empty stage)")
+    fixed: Literal[0, 1] | None = Field(None, description="this parity, whatever i")
+    period: Annotated[StrictInt, Field(ge=1, le=MAX_SLOTS)] | None = Field(
+        None, description="iterations per phase (default: the waited barrier array's count)")
+
+
+class GuardIn(Strict):
+    """Run the operation only when i_ge <= i < i_lt."""
+
+    i_ge: AffineIn | None = Field(None, description="lower bound of i (inclusive)")
+    i_lt: AffineIn | None = Field(None, description="upper bound of i (exclusive)")
+
+
+Count = StrictInt | Literal["N"] | AffineIn
+
+
+class OpIn(Strict):
+    """One operation of a role's block (or of setup / teardown)."""
+
+    op: Literal[tuple(k.value for k in OpKind)] = Field(  # type: ignore[valid-type]
+        description="the operation: init, expect_tx, arrive, tma_load, wait, consume, release, generic_write, "
+                    "fence_proxy_async, tma_store, commit_group, wait_group, invalidate")
+    bar: Name | SlotIn | None = Field(None, description="the mbarrier element it acts on")
+    buffer: Name | SlotIn | None = Field(None, description="the shared-memory buffer element it reads or writes")
+    bytes: Annotated[StrictInt, Field(ge=0, le=1 << 32)] = Field(
+        0, description="bytes announced (expect_tx) or moved (tma_load, tma_store)")
+    phase: ParityIn | None = Field(None, description="the parity a wait expects")
+    count: Annotated[StrictInt, Field(ge=0, le=1 << 16)] | None = Field(
+        None, description="arrivals (init, arrive) or groups that may stay pending (wait_group)")
+    arrive: StrictBool = Field(True, description="expect_tx also arrives (mbarrier.arrive.expect_tx)")
+    desc: str | None = Field(None, description="the TMA descriptor a copy uses (a name)")
+    when: GuardIn | None = Field(None, description="run only in these iterations")
+
+
+class BlockIn(Strict):
+    """`ops` run for i = start .. start + count - 1."""
+
+    ops: Annotated[list[OpIn], Field(max_length=MAX_OPS)] = Field(description="the operations of one iteration")
+    count: Count = Field("N", description="iterations: an integer, \"N\" or {n, c}")
+    start: Count = Field(0, description="first i: an integer, \"N\" or {n, c}")
+
+
+class RoleIn(Strict):
+    """A group of warps running its own program (a producer, a consumer, or the only role)."""
+
+    name: Name = Field(description="the role's name (not setup / teardown)")
+    blocks: Annotated[list[BlockIn], Field(min_length=1, max_length=16)] = Field(description="its loops, in order")
+
+
+class ArrayIn(Strict):
+    """An array of mbarriers or shared-memory buffers, one element per pipeline stage."""
+
+    name: Name = Field(description="the array's name")
+    count: Annotated[StrictInt, Field(ge=1, le=MAX_SLOTS)] = Field(1, description="elements (stages)")
+    arrivals: Annotated[StrictInt, Field(ge=1, le=1024)] = Field(1, description="barriers: arrivals per phase")
+    bytes: Annotated[StrictInt, Field(ge=0, le=1 << 32)] = Field(0, description="buffers: bytes per element")
+
+
+class ProtocolIn(Strict):
+    """A pipelined kernel's asynchronous schedule (see legalsat.protocols.model)."""
+
+    name: str = Field("protocol", description="a name for reports")
+    iterations: Annotated[StrictInt, Field(ge=0, le=MAX_TRIP)] | None = Field(
+        None, description="the trip count N, or null for every N (the verifier checks every N up to a bound "
+                          "covering all stage and phase combinations)")
+    barriers: Annotated[list[ArrayIn], Field(max_length=32)] = Field([], description="mbarrier arrays")
+    buffers: Annotated[list[ArrayIn], Field(max_length=32)] = Field([], description="shared-memory buffer arrays")
+    setup: Annotated[list[OpIn], Field(max_length=MAX_OPS)] = Field(
+        [], description="run once before the roles (init), followed by a CTA barrier")
+    roles: Annotated[list[RoleIn], Field(min_length=1, max_length=MAX_ROLES)] = Field(description="the roles")
+    teardown: Annotated[list[OpIn], Field(max_length=MAX_OPS)] = Field(
+        [], description="run once after every role finished (invalidate)")
+
+
+class ProtocolViolationOut(Out):
+    """One hazard: the rule, where it happens (role, operation, iteration, trip count), why, and the fix."""
+
+    rule: str = Field(description="the hazard's stable code: deadlock, tx_mismatch, phase_reuse, ...")
+    role: str = Field(description="the role (or setup / teardown) of the operation")
+    op_index: int = Field(description="index into the role's operations, block after block")
+    iteration: int = Field(description="the iteration i where it happens")
+    message: str = Field(description="what goes wrong")
+    fix: str = Field(description="what to change")
+    op: str = Field(description="the operation's kind")
+    trip_count: int = Field(description="the trip count N of the run that shows it")
+
+
+class PipelineVerdictOut(Out):
+    """ok exactly when there are no violations; `trip_counts` lists the N checked."""
+
+    ok: bool = Field(description="no hazard at any trip count checked")
+    violations: list[ProtocolViolationOut] = Field(description="each hazard's first occurrence per (rule, role, op)")
+    trip_counts: list[int] = Field([], description="the trip counts N the verifier executed")
+    error: ErrorOut | None = Field(None, description="the input could not be judged (command-line JSON Lines only)")
+
+
+# Which fields each operation needs.
+_NEEDS = {
+    "init": ("bar",), "expect_tx": ("bar",), "arrive": ("bar",), "tma_load": ("bar", "buffer"),
+    "wait": ("bar", "phase"), "consume": ("buffer",), "release": ("bar",),
+    "generic_write": ("buffer",), "fence_proxy_async": (), "tma_store": ("buffer",),
+    "commit_group": (), "wait_group": (), "invalidate": ("bar",),
+}
+_HOUSEKEEPING = {"init", "invalidate", "arrive"}
+
+
+class _Builder:
+    """ProtocolIn -> Protocol, collecting every cross-reference problem with its field path."""
+
+    def __init__(self, m: ProtocolIn):
+        self.m = m
+        self.bars = {a.name: a for a in m.barriers}
+        self.bufs = {a.name: a for a in m.buffers}
+        self.problems: list[Diagnostic] = []
+
+    def bad(self, field: str, message: str, fix: str) -> None:
+        self.problems.append(Code.INVALID_INPUT.at(message, fix, field=field))
+
+    def slot(self, ref, table: dict, kind: str, where: str) -> Slot | None:
+        if ref is None:
+            return None
+        if isinstance(ref, str):
+            ref = SlotIn(name=ref)
+        if ref.name not in table:
+            self.bad(where, f"{kind} {ref.name!r} is not declared",
+                     f"declare it under \"{kind}s\" or use one of: {', '.join(table) or '(none)'}")
+            return None
+        if ref.fixed is not None and ref.fixed >= table[ref.name].count:
+            self.bad(where, f"{kind} {ref.name!r} has {table[ref.name].count} element(s); fixed "
+                            f"element {ref.fixed} does not exist", "use a smaller fixed index")
+        return Slot(ref.name, ref.shift, ref.fixed, ref.all)
+
+    def op(self, o: OpIn, where: str, housekeeping: bool = False) -> Op:
+        if housekeeping and o.op not in _HOUSEKEEPING:
+            self.bad(f"{where}.op", f"{o.op} cannot run in setup/teardown (they run once, "
+                                    "outside the roles)", "move it into a role")
+        for f in _NEEDS[o.op]:
+            if getattr(o, f) is None:
+                self.bad(f"{where}.{f}", f"{o.op} needs a {f}", f"add \"{f}\" to the operation")
+        ph = o.phase
+        g = o.when
+        kind = OpKind(o.op)
+        default_count = 0 if kind is OpKind.WAIT_GROUP else (
+            self.bars[_name(o.bar)].arrivals if kind is OpKind.INIT and _name(o.bar) in self.bars else 1)
+        return Op(kind,
+                  bar=self.slot(o.bar, self.bars, "barrier", f"{where}.bar"),
+                  buffer=self.slot(o.buffer, self.bufs, "buffer", f"{where}.buffer"),
+                  bytes=o.bytes,
+                  phase=Parity(ph.shift, ph.flip, ph.fixed, ph.period) if ph else None,
+                  count=o.count if o.count is not None else default_count,
+                  arrive=o.arrive, desc=o.desc,
+                  when=Guard(_affine(g.i_ge), _affine(g.i_lt)) if g else None)
+
+    def build(self) -> Protocol:
+        m = self.m
+        roles = []
+        names = set()
+        for ri, r in enumerate(m.roles):
+            if r.name in names or r.name in ("setup", "teardown"):
+                self.bad(f"roles[{ri}].name", f"role name {r.name!r} is taken",
+                         "give every role a distinct name other than setup/teardown")
+            names.add(r.name)
+            blocks = []
+            for bi, b in enumerate(r.blocks):
+                ops = tuple(self.op(o, f"roles[{ri}].blocks[{bi}].ops[{oi}]") for oi, o in enumerate(b.ops))
+                blocks.append(Block(ops, _affine(b.count), _affine(b.start)))
+            roles.append(Role(r.name, tuple(blocks)))
+        proto = Protocol(
+            m.name, tuple(BarrierArray(a.name, a.count, a.arrivals) for a in m.barriers),
+            tuple(BufferArray(a.name, a.count, a.bytes) for a in m.buffers), tuple(roles),
+            setup=tuple(self.op(o, f"setup[{k}]", True) for k, o in enumerate(m.setup)),
+            teardown=tuple(self.op(o, f"teardown[{k}]", True) for k, o in enumerate(m.teardown)),
+            iterations=m.iterations)
+        if self.problems:
+            raise InputError(self.problems)
+        return proto
+
+
+def _name(ref) -> str | None:
+    return ref if isinstance(ref, str) or ref is None else ref.name
+
+
+def _affine(x) -> Affine | None:
+    if x is None:
+        return None
+    if isinstance(x, int):
+        return Affine(0, x)
+    if x == "N":
+        return Affine(1, 0)
+    return Affine(x.n, x.c)
+
+
+def parse_protocol(obj: object) -> Protocol:
+    """Parse a protocol from JSON text, a dict or a ProtocolIn; raises InputError naming
+    every bad field (paths like roles[1].blocks[0].ops[2].bar)."""
+    try:
+        if isinstance(obj, ProtocolIn):
+            model = obj
+        elif isinstance(obj, (str, bytes)):
+            model = ProtocolIn.model_validate_json(obj)
+        else:
+            model = ProtocolIn.model_validate(obj)
+    except ValidationError as e:
+        raise InputError(details_from_validation(e, known_fields=list(ProtocolIn.model_fields))) from None
+    return _Builder(model).build()
+
+
+def protocol_model(proto: Protocol) -> ProtocolIn:
+    """The JSON form of a protocol (what plans carry; parse_protocol inverts it), written
+    compactly: fields at their defaults are left unset (serialize with exclude_unset)."""
+    def slot(s: Slot | None):
+        if s is None:
+            return None
+        d = {"name": s.name}
+        if s.shift:
+            d["shift"] = s.shift
+        if s.fixed is not None:
+            d["fixed"] = s.fixed
+        if s.all_slots:
+            d["all"] = True
+        return d
+
+    def aff(a: Affine | None):
+        return None if a is None else {"n": a.n, "c": a.c}
+
+    def op(o: Op) -> dict:
+        d = {"op": o.kind.value}
+        for key, val in (("bar", slot(o.bar)), ("buffer", slot(o.buffer))):
+            if val is not None:
+                d[key] = val
+        if o.bytes:
+            d["bytes"] = o.bytes
+        if o.phase is not None:
+            d["phase"] = {k: v for k, v in (("shift", o.phase.shift), ("flip", o.phase.flip),
+                                              ("fixed", o.phase.fixed), ("period", o.phase.period))
+                          if v not in (None, 0, False)}
+        if o.kind in (OpKind.INIT, OpKind.ARRIVE, OpKind.WAIT_GROUP):
+            d["count"] = o.count
+        if o.kind is OpKind.EXPECT_TX and not o.arrive:
+            d["arrive"] = False
+        if o.desc:
+            d["desc"] = o.desc
+        if o.when is not None:
+            d["when"] = {k: v for k, v in (("i_ge", aff(o.when.i_ge)), ("i_lt", aff(o.when.i_lt)))
+                         if v is not None}
+        return d
+
+    return ProtocolIn.model_validate({
+        "name": proto.name, "iterations": proto.iterations,
+        "barriers": [{"name": b.name, "count": b.count, "arrivals": b.arrivals} for b in proto.barriers],
+        "buffers": [{"name": b.name, "count": b.count, "bytes": b.bytes} for b in proto.buffers],
+        "setup": [op(o) for o in proto.setup],
+        "roles": [{"name": r.name, "blocks": [{"count": aff(b.count), "start": aff(b.start),
+                                                "ops": [op(o) for o in b.ops]} for b in r.blocks]}
+                  for r in proto.roles],
+        "teardown": [op(o) for o in proto.teardown],
+    })
+
+
+def verdict_model(verdict: ProtocolVerdict) -> PipelineVerdictOut:
+    """The verifier's verdict as the published model."""
+    return PipelineVerdictOut(ok=verdict.ok, trip_counts=list(verdict.trip_counts), violations=[
+        ProtocolViolationOut(rule=v.id, role=v.role, op_index=v.op_index, iteration=v.iteration, message=v.message,
+                             fix=v.fix, op=v.op, trip_count=v.trip_count) for v in verdict.violations])
+
+
+def error_line(err: InputError) -> dict:
+    """The verdict-shaped JSON Lines answer of a line that could not be judged."""
+    return {"ok": False, "violations": [], "trip_counts": [], "error": err.headline.to_error()}

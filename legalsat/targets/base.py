@@ -1,0 +1,98 @@
+"""The shape of a target's facts (frozen, so targets can be shared across workers)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+@dataclass(frozen=True)
+class TmaFacts:
+    """What `cuTensorMapEncodeTiled` accepts on a target.
+
+    Each flag or bound corresponds to one legality rule in `legalsat.analyses.tma_legality`.
+    `source` says where the numbers come from: "driver" (measured against the driver, with a
+    replayed corpus) or "documentation" (the CUDA driver API reference only).
+    """
+
+    source: str
+    max_rank: int = 5
+    min_rank_interleaved: int = 3
+    max_box_dim: int = 256
+    max_element_stride: int = 8
+    max_global_dim: int = 1 << 32  # inclusive
+    global_stride_limit: int = 1 << 40  # exclusive
+    address_limit: int | None = None  # exclusive upper bound of global_address, if any
+    box_footprint_limit: int | None = None  # bytes one copy may move, if bounded
+    dtypes: frozenset[str] = field(default_factory=frozenset)
+    swizzles: frozenset[str] = field(default_factory=frozenset)
+    inner_16b_with_interleave: bool = False  # box_dim[0] bytes % 16 also when interleaved
+    interleave_32b_needs_swizzle_32b: bool = True  # documented; not enforced by every driver
+
+
+@dataclass(frozen=True)
+class BankFacts:
+    """Shared-memory (LDS) banking of a target."""
+
+    banks: int
+    bank_bytes: int
+    lanes: int
+
+
+@dataclass(frozen=True)
+class CostFacts:
+    """The planner's analytic time model of a target (estimated, then calibrated).
+
+    Efficiencies are permille of `copy_bandwidth_gbps` (device-to-device copy, read + write):
+    `by_width` for contiguous accesses of that many bytes per lane; `tma`, `staged`,
+    `shuffle`, `inspector` for those strategies; `tma_transpose` for a TMA copy whose boxes
+    are permuted in registers; `shuffle_gather` for a window-local row gather; `way_penalty`: permille of time added per extra bank-conflict
+    way of the best staged tile; `scatter` for a copy that touches one side
+    element by element. `row_overhead_bytes`: a random row costs as if it were this much
+    longer (latency and partial sectors). `sort_bytes_per_slot`: what sorting one slot of a
+    grouped (MoE) gather by its group costs a direct plan. `source` says where the numbers
+    come from ("analytic", or the calibration run that fitted them).
+    """
+
+    source: str
+    copy_bandwidth_gbps: int = 2960
+    launch_ns: int = 3000
+    by_width: tuple[tuple[int, int], ...] = ((1, 250), (2, 400), (4, 650), (8, 850), (16, 950))
+    tma: int = 900
+    tma_transpose: int = 900
+    staged: int = 930
+    shuffle: int = 850
+    shuffle_gather: int = 850
+    inspector: int = 900
+    scatter: int = 150
+    row_overhead_bytes: int = 384
+    sort_bytes_per_slot: int = 64
+    way_penalty: int = 250
+
+
+class CostFact(IntEnum):
+    """The strategy efficiencies of `CostFacts` as the planner's egglog `Eff` table keys them
+    (`(Eff code)` -> permille); the member name, lower-cased, is the CostFacts field."""
+
+    TMA = 1
+    STAGED = 2
+    SHUFFLE = 3
+    INSPECTOR = 4
+    TMA_TRANSPOSE = 5
+    SHUFFLE_GATHER = 6
+    SCATTER = 100
+
+    def of(self, facts: CostFacts) -> int:
+        return getattr(facts, self.name.lower())
+
+
+@dataclass(frozen=True)
+class Target:
+    """One GPU architecture legalsat plans for."""
+
+    name: str
+    description: str
+    tma: TmaFacts | None
+    banks: BankFacts
+    smem_per_block_bytes: int
+    cost: CostFacts = CostFacts(source="analytic")

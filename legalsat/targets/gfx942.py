@@ -1,0 +1,13 @@
+"""AMD CDNA3 (MI300): 64-lane waves over 32 LDS banks of 4 bytes; no TMA."""
+
+from legalsat.targets.base import BankFacts, CostFacts, Target
+
+GFX942 = Target(
+    name="gfx942",
+    description="AMD Instinct MI300 (CDNA3); LDS banking from the public ISA documentation",
+    tma=None,
+    banks=BankFacts(banks=32, bank_bytes=4, lanes=64),
+    smem_per_block_bytes=65536,
+    # analytic: HBM3 copy assumed ~4 TB/s until measured
+    cost=CostFacts(source="analytic", copy_bandwidth_gbps=4000),
+)

@@ -1,0 +1,145 @@
+"""PyTorch's own op for a planned movement, and the inputs both are run on.
+
+What decides "right" for a kernel: bitwise equality with PyTorch on random bits, with the
+output poisoned first, compared over the whole destination allocation (so a write outside
+the plan's elements is caught too). Used by the kernel tests (interpreter, CPU) and by
+benchmarks/bench_kernels.py (GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+
+import torch
+
+from legalsat.clients.triton import WORD_DTYPE
+from legalsat.terms.integers import span
+from legalsat.terms.sexpr import op_from_sexp
+
+TORCH_DTYPES = {"uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32, "int32": torch.int32,
+                "uint64": torch.uint64, "int64": torch.int64, "float16": torch.float16,
+                "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
+                "tfloat32": torch.float32, "float32_ftz": torch.float32, "tfloat32_ftz": torch.float32}
+POISON = 0xA5
+
+
+def random_bits(n: int, dtype: torch.dtype, device, gen: torch.Generator) -> torch.Tensor:
+    """n elements of `dtype` with uniformly random bits (NaNs and all: moves are bit copies)."""
+    es = torch.empty(0, dtype=dtype).element_size()
+    raw = torch.randint(0, 256, (n * es,), dtype=torch.uint8, device=device, generator=gen)
+    return raw.view(dtype)
+
+
+@dataclass
+class Inputs:
+    """One movement's tensors. Copies: `src` and `dst` views over `src_buf` / `dst_buf`.
+    Gathers: `src`, `index`, `out` (+ `group` for grouped gathers)."""
+
+    kind: str
+    torch_op: str
+    moved_bytes: int
+    src: torch.Tensor
+    dst: torch.Tensor | None = None
+    dst_buf: torch.Tensor | None = None
+    index: torch.Tensor | None = None
+    group: torch.Tensor | None = None
+    out: torch.Tensor | None = None
+    ref_out: dict = field(default_factory=dict)
+    unit: int = 1
+    axis: int = 0
+
+    def call(self, k, check: bool = True):
+        """Run kernel k on these inputs; returns what to compare (see `same_bits`)."""
+        if self.kind == "copy":
+            k(self.src, self.dst)
+            return self.dst_buf
+        if self.group is not None:
+            out, order, _ = k(self.src, self.index, self.out, group=self.group, check_bounds=check)
+            return (out, order)
+        k(self.src, self.index, self.out, check_bounds=check)
+        return self.out
+
+
+def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) -> Inputs:
+    """Random inputs of a response's request (its `term`); `workload` names the PyTorch op
+    and the extras the request does not carry (top_k for MoE)."""
+    op = op_from_sexp(response["term"])
+    sv = op["src"]
+    dtype = TORCH_DTYPES[sv["dtype"]]
+    es = torch.empty(0, dtype=dtype).element_size()
+    src_buf = random_bits(span(sv["shape"], sv["strides"]), dtype, device, gen)
+    src = src_buf.as_strided(sv["shape"], sv["strides"])
+    torch_op = workload.get("torch_op", "copy" if op["kind"] == "copy" else "index_select")
+    if op["kind"] == "copy":
+        dv = op["dst"]
+        dst_buf = torch.empty(span(dv["shape"], dv["strides"]), dtype=dtype, device=device)
+        return Inputs("copy", torch_op, 2 * prod(sv["shape"]) * es, src,
+                      dst_buf.as_strided(dv["shape"], dv["strides"]), dst_buf)
+    ix = op["index"]
+    axis = op["axis"]
+    unit = ix.get("page_size") or 1
+    bound = sv["shape"][axis] // unit
+    count = ix["count"]
+    out_shape = list(sv["shape"])
+    out_shape[axis] = count * unit
+    out = torch.empty(out_shape, dtype=dtype, device=device)
+    group = None
+    if ix.get("groups"):
+        top_k = (workload.get("extra") or {}).get("top_k", max(1, count // bound))
+        index = torch.arange(count, device=device) // top_k
+        group = torch.randint(0, ix["groups"], (count,), device=device, generator=gen)
+    elif ix.get("unique"):
+        index = torch.randperm(bound, device=device, generator=gen)[:count]
+    elif ix.get("distribution") == "warp_local":  # each 32 entries within 32 consecutive rows
+        base = torch.randint(0, max(bound - 31, 1), ((count + 31) // 32,), device=device, generator=gen)
+        off = torch.randint(0, min(32, bound), (count,), device=device, generator=gen)
+        index = (base.repeat_interleave(32)[:count] + off).clamp_(max=bound - 1)
+    else:
+        index = torch.randint(0, bound, (count,), device=device, generator=gen)
+        if ix.get("distribution") in ("sorted", "clustered"):
+            index = index.sort().values
+    return Inputs("gather", torch_op, 2 * out.numel() * es, src, index=index, group=group, out=out, unit=unit,
+                  axis=axis)
+
+
+def poison(inp: Inputs) -> None:
+    """Fill every output byte with a pattern no correct kernel leaves behind unchanged."""
+    target = inp.dst_buf if inp.kind == "copy" else inp.out
+    target.view(torch.uint8).fill_(POISON)
+
+
+def reference(inp: Inputs):
+    """PyTorch's result. A copy's lands in a buffer kept across calls (poisoned once, then
+    overwritten exactly where the copy writes), so the benchmark times the op alone."""
+    if inp.kind == "copy":
+        if "ref" not in inp.ref_out:
+            buf = torch.empty_like(inp.dst_buf)
+            buf.view(torch.uint8).fill_(POISON)
+            inp.ref_out["ref"] = (buf, buf.as_strided(inp.dst.shape, inp.dst.stride()))
+        buf, view = inp.ref_out["ref"]
+        view.copy_(inp.src)
+        return buf
+    axis = inp.axis
+    if inp.group is not None:
+        order = torch.argsort(inp.group, stable=True)
+        rows = inp.src.index_select(0, inp.index[order])
+        return rows, order
+    if inp.unit > 1:
+        shape = list(inp.src.shape)
+        paged = inp.src.reshape(shape[:axis] + [shape[axis] // inp.unit, inp.unit] + shape[axis + 1:])
+        res = paged.index_select(axis, inp.index)
+        return res.reshape(inp.out.shape)
+    return inp.src.index_select(axis, inp.index)
+
+
+def same_bits(got, want) -> bool:
+    """Bitwise equality (tuples: every member)."""
+    if isinstance(got, tuple):
+        return len(got) == len(want) and all(same_bits(g, w) for g, w in zip(got, want))
+    if got.dtype in (torch.int32, torch.int64) and want.dtype in (torch.int32, torch.int64):
+        return torch.equal(got.to(torch.int64), want.to(torch.int64))
+    if got.shape != want.shape:
+        return False
+    es = got.element_size()
+    return torch.equal(got.contiguous().view(WORD_DTYPE[es]), want.contiguous().view(WORD_DTYPE[es]))

@@ -1,0 +1,65 @@
+"""Saturation's limits are results: the real loop stops with each StopReason, reports it,
+rolls back an iteration that passes the node limit, and reports every ruleset step."""
+
+from __future__ import annotations
+
+from legalsat.planner.reports import Limits, StopReason
+from legalsat.planner.rules.program import request_program
+from legalsat.planner.saturate import saturate
+from legalsat.schemas.optimize import parse_request
+from legalsat.targets import SM90
+from legalsat.testing.planner_suite import suite_request
+
+SMALL = {"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
+                "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
+RANK7 = suite_request("rank7-contiguous-fp32")
+
+
+def run(request: dict, limits: Limits):
+    req = parse_request(request)
+    with saturate(request_program(req.movement, False), SM90, limits) as sat:
+        return sat.report
+
+
+def test_saturated():
+    r = run(SMALL, Limits())
+    assert r.stop_reason is StopReason.SATURATED and 1 <= r.iterations < 40
+
+
+def test_node_limit_rolls_the_iteration_back():
+    unbounded = run(RANK7, Limits(node_limit=10_000_000, max_iterations=4))
+    limit = 200
+    r = run(RANK7, Limits(node_limit=limit))
+    assert r.stop_reason is StopReason.NODE_LIMIT
+    assert r.iterations < unbounded.iterations or unbounded.stop_reason is not StopReason.SATURATED
+    # the rolled-back iteration left nothing: the rounds kept add at most the limit
+    kept = sum(s.nodes_added for s in r.steps if s.iteration > 0)
+    assert 0 < kept <= limit and r.steps[-1].iteration == 0
+
+
+def test_time_limit():
+    r = run(RANK7, Limits(time_budget_s=0.0))
+    assert r.stop_reason is StopReason.TIME_LIMIT and r.iterations == 0
+
+
+def test_iteration_limit():
+    r = run(RANK7, Limits(max_iterations=1))
+    assert r.stop_reason is StopReason.ITERATION_LIMIT and r.iterations == 1
+
+
+def test_every_ruleset_step_is_reported():
+    r = run(SMALL, Limits())
+    rounds = [s for s in r.steps if s.iteration > 0]
+    assert [s.ruleset for s in rounds[:5]] == ["analysis", "layout", "padding", "analysis", "strategy"]
+    assert len(rounds) == 5 * r.iterations
+    assert all(s.time_ms >= 0 for s in r.steps)
+    matched = dict(r.rule_matches)
+    assert matched["reorder"] >= 1 and matched["staged"] == 1 and "pad-dst" not in matched
+
+
+def test_the_response_carries_the_report():
+    import legalsat
+
+    eg = legalsat.optimize(SMALL)["egraph"]
+    assert eg["stop_reason"] == "saturated" and eg["report"]["steps"]
+    assert eg["report"]["rule_matches"]["transposing"] >= 1
