@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -53,9 +52,9 @@ def plan() -> None:
 # ---------------------------------------------------------------- run (GPU)
 def run(out_dir: Path) -> None:
     import torch
-    import triton
     from triton.testing import do_bench
 
+    from benchmarks.environment import gpu_environment
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import Inputs, make_inputs, poison, reference, same_bits
 
@@ -70,9 +69,7 @@ def run(out_dir: Path) -> None:
 
     dev = torch.device("cuda")
     props = torch.cuda.get_device_properties(dev)
-    env = {"gpu": props.name, "torch": torch.__version__, "triton": triton.__version__,
-           "python": platform.python_version(), "driver": _driver(), "cuda": torch.version.cuda,
-           "sms": props.multi_processor_count, "capability": props.major * 10 + props.minor}
+    env = gpu_environment(dev)
     print(json.dumps(env), flush=True)
     # device-to-device copy bandwidth, measured in this run (1 GiB read + 1 GiB written)
     a = torch.empty(1 << 30, dtype=torch.uint8, device=dev)
@@ -146,15 +143,6 @@ def run(out_dir: Path) -> None:
     (out_dir / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
 
-
-def _driver() -> str:
-    try:
-        import subprocess
-
-        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20).stdout.strip()
-    except (OSError, ValueError):
-        return "unknown"
 
 
 def table(results: dict) -> str:

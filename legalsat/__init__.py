@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from legalsat.diagnostics import InputError
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 
 def validate_descriptor(descriptor, target: str = "sm90"):

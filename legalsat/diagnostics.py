@@ -162,6 +162,8 @@ class Code(Enum):
                    "raise options.smem_bytes, or use a strategy without shared memory")
     INNER_BOX_16B = ("inner_box_16B", Category.PLANNING, "a TMA inner box must be a multiple of 16 bytes",
                      "make the innermost contiguous extent at least 16 bytes (pad the tensor, or allow_padding)")
+    SMEM_BOX_ALIGN = ("smem_box_align", Category.PLANNING, "each TMA box must land 128-byte aligned in shared "
+                      "memory", "load a tile whose boxes hold a multiple of 128 bytes (a wider contiguous extent)")
     DST_INNER_BOX_16B = ("dst_inner_box_16B", Category.PLANNING, "the destination's contiguous extent must "
                          "hold a 16-byte TMA box", "use staged_smem for this transpose")
     TWO_STAGES = ("two_stages", Category.PLANNING, "a TMA pipeline needs at least two stages to overlap",

@@ -1,6 +1,7 @@
 """Compile every emitted kernel of the benchmark plans for sm90, without a GPU.
 
-    python -m tools.compile_kernels [PLANS.json ...]   # default: benchmarks/kernel_{cases,plans}.json
+    python -m tools.compile_kernels [PLANS.json ...]   # default: benchmarks/kernel_{cases,plans}.json,
+                                                       # every 10th tile plan, the GEMM kernels
 
 Triton compiles to a cubin on any machine (its ptxas is bundled), so the Gluon kernels,
 which never run in the interpreter, and the GPU lowering of every tl kernel are checked in CI
@@ -19,6 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 POINTER = {1: "*i8", 2: "*i16", 4: "*i32", 8: "*i64"}
 SCALAR = {"int32": "*i32", "int64": "*i64"}
+# the element a tile probe's wgmma reads, as Triton's signatures name it
+WGMMA_SIG = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float32_ftz": "fp32", "tfloat32": "fp32",
+             "tfloat32_ftz": "fp32", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "i8"}
 
 
 def signature(em, ln, gluon_layouts: bool) -> dict:
@@ -29,17 +33,25 @@ def signature(em, ln, gluon_layouts: bool) -> dict:
 
     fn = getattr(load_module(em.source), ln.kernel)
     names = list(inspect.signature(fn.fn).parameters)
-    sig = {}
+    sig, constexprs = {}, {}
+    tile = em.tile
     for name, arg in zip(names, ln.args):
-        if arg in ("src", "dst", "out"):
+        if arg == "out" and tile is not None and tile.element != "words":
+            sig[name] = "*fp32" if tile.element == "float32" else "*i32"
+        elif arg in ("src", "dst", "out"):
             sig[name] = POINTER[ln.word]
         elif arg in ("index", "group"):
             sig[name] = "*i64"
+        elif arg == "dump":
+            sig[name] = "*i32"
+        elif arg.startswith("const:"):
+            sig[name], constexprs[name] = "constexpr", 0
         elif arg.startswith("buf:"):
             sig[name] = SCALAR[em.buffers[arg[4:]][0]]
         else:
             spec = em.descriptors[arg[5:]]
-            ty = f"i{8 * ln.word}{list(spec.block)}"
+            elem = WGMMA_SIG[tile.wgmma_input] if tile is not None and tile.wgmma_input else f"i{8 * ln.word}"
+            ty = f"{elem}{list(spec.block)}"
             if gluon_layouts:
                 from triton.experimental.gluon import language as gl
 
@@ -47,10 +59,10 @@ def signature(em, ln, gluon_layouts: bool) -> dict:
                                            rank=len(spec.block))
                 ty += f",{lay}"
             sig[name] = f"tensordesc<{ty}>"
-    return sig, fn
+    return sig, fn, constexprs
 
 
-def main(paths: list[Path]) -> int:
+def main(paths: list[Path], gemm: bool = False) -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         sys.exit("compile_kernels: unset TRITON_INTERPRET (the interpreter compiles nothing)")
     import triton
@@ -58,6 +70,7 @@ def main(paths: list[Path]) -> int:
     from triton.compiler.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
 
+    from legalsat.diagnostics import InputError
     from legalsat.kernels import emit
 
     target = GPUTarget("cuda", 90, 32)
@@ -66,13 +79,17 @@ def main(paths: list[Path]) -> int:
         for name, entry in json.loads(path.read_text()).items():
             for i, plan in enumerate(entry["response"]["plans"]):
                 for variant in (["tl", "gluon"] if plan["strategy"] == "tma" else ["tl"]):
-                    em = emit(plan, variant)
+                    try:
+                        em = emit(plan, variant)
+                    except InputError as e:  # a plan Triton cannot express (the emitter says why)
+                        print(f"{name[:44]:44s} plan {i} {variant:5s} not emitted: {e.headline.message}", flush=True)
+                        continue
                     for ln in em.launches:
                         total += 1
                         t = time.perf_counter()
                         try:
-                            sig, fn = signature(em, ln, em.variant == "gluon")
-                            src = (GluonASTSource if em.variant == "gluon" else ASTSource)(fn, sig, constexprs={})
+                            sig, fn, cx = signature(em, ln, em.variant == "gluon")
+                            src = (GluonASTSource if em.variant == "gluon" else ASTSource)(fn, sig, constexprs=cx)
                             k = triton.compile(src, target=target, options={"num_warps": ln.num_warps})
                             status = f"ok {len(k.asm['cubin'])} B cubin, {k.metadata.shared} B smem"
                         except Exception as e:  # reported per kernel; the exit code says it
@@ -80,11 +97,77 @@ def main(paths: list[Path]) -> int:
                             status = f"FAILED {type(e).__name__}: {str(e)[:300]}"
                         print(f"{name[:44]:44s} plan {i} {variant:5s} {ln.kernel:28s} "
                               f"{1e3 * (time.perf_counter() - t):6.0f} ms {status}", flush=True)
+    if gemm:
+        g_total, g_failed = compile_gemms(target)
+        total, failed = total + g_total, failed + g_failed
     print(f"{total - failed} of {total} kernels compiled for sm90")
     return 1 if failed else 0
 
 
+def compile_gemms(target) -> tuple[int, int]:
+    """The GEMM kernels (Gluon and tl) in the configurations matmul uses."""
+    import triton
+    from triton.compiler.compiler import ASTSource
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from legalsat.clients.triton import load_module
+    from legalsat.kernels.gemm import gemm_source
+
+    def nvmma(sw: int) -> str:
+        return str(gl.NVMMASharedLayout(swizzle_byte_width=sw, element_bitwidth=16, rank=2))
+
+    total = failed = 0
+    for variant in ("gluon", "tl"):
+        fn = load_module(gemm_source(variant)).gemm
+        for bm, bn, bk, kmajor, stages in ((128, 256, 64, False, 3), (128, 256, 64, True, 4), (128, 128, 16, False, 5),
+                                           (64, 256, 64, True, 5)):
+            total += 1
+            warps = 8 if bm >= 128 else 4
+            a = f"bf16[{bm}, {bk}]"
+            b = f"bf16[{bn}, {bk}]" if kmajor else f"bf16[{bk}, {bn}]"
+            sub = variant == "tl" and bn == 256
+            c = f"bf16[{bm}, {bn // 2 if sub else bn}]"
+            try:
+                if variant == "gluon":
+                    sig = {"a_desc": f"tensordesc<{a},{nvmma(min(128, 2 * bk))}>",
+                           "b_desc": f"tensordesc<{b},{nvmma(min(128, 2 * (bk if kmajor else bn)))}>",
+                           "c_desc": f"tensordesc<{c},{nvmma(128)}>", "B_KMAJOR": "constexpr", "STAGES": "constexpr",
+                           "GROUP_M": "constexpr", "num_warps": "constexpr"}
+                    cx = {"B_KMAJOR": kmajor, "STAGES": stages, "GROUP_M": 8, "num_warps": warps}
+                    src = GluonASTSource(fn, sig, constexprs=cx)
+                else:
+                    sig = {"a_desc": f"tensordesc<{a}>", "b_desc": f"tensordesc<{b}>", "c_desc": f"tensordesc<{c}>",
+                           "M": "i32", "N": "i32", "K": "i32", "B_KMAJOR": "constexpr", "GROUP_M": "constexpr",
+                           "NUM_SMS": "constexpr", "SUBTILE": "constexpr"}
+                    cx = {"B_KMAJOR": kmajor, "GROUP_M": 8, "NUM_SMS": 132, "SUBTILE": sub}
+                    src = ASTSource(fn, sig, constexprs=cx)
+                k = triton.compile(src, target=target, options={"num_warps": warps, "num_stages": stages})
+                status = f"ok {k.metadata.shared} B smem"
+            except Exception as e:  # reported per kernel; the exit code says it
+                failed += 1
+                status = f"FAILED {type(e).__name__}: {str(e)[:300]}"
+            print(f"gemm {variant:5s} {bm}x{bn}x{bk} {'B k-major' if kmajor else 'B mn-major':10s} {stages} stages "
+                  f"{status}", flush=True)
+    return total, failed
+
+
+def tile_sample(every: int = 10) -> Path:
+    """Every `every`-th plan of the tile benchmarks, as a plans file (written to a temp dir)."""
+    import tempfile
+
+    out = {}
+    for path in (ROOT / "benchmarks" / "tile_plans.json", ROOT / "benchmarks" / "tile_suite_plans.json"):
+        entries = json.loads(path.read_text())
+        out.update({name: entries[name] for name in sorted(entries)[::every]})
+    sample = Path(tempfile.mkdtemp()) / "tile_sample.json"
+    sample.write_text(json.dumps(out))
+    return sample
+
+
 if __name__ == "__main__":
-    args = [Path(a) for a in sys.argv[1:]] or [ROOT / "benchmarks" / "kernel_cases.json",
-                                               ROOT / "benchmarks" / "kernel_plans.json"]
-    raise SystemExit(main(args))
+    args = [Path(a) for a in sys.argv[1:]]
+    if args:
+        raise SystemExit(main(args))
+    raise SystemExit(main([ROOT / "benchmarks" / "kernel_cases.json", ROOT / "benchmarks" / "kernel_plans.json",
+                           tile_sample()], gemm=True))

@@ -4,7 +4,8 @@ A staged transpose writes its tile along rows (16-byte vectors, the source's con
 direction) and reads it across rows (ldmatrix.trans for 16-bit elements, else 4-byte vectors
 of consecutive rows: the destination's direction); a loaded operand tile is read by its consumer's pattern. Every candidate layout
 (TMA swizzle modes, row padding) is evaluated with `legalsat.analyses.smem_layout`, the
-model verified against Nsight Compute, never by rule of thumb.
+model verified against Nsight Compute, never by rule of thumb; a loaded tile's stage layout
+(boxes, swizzle) by the addresses its consumer's warps read.
 """
 
 from __future__ import annotations
@@ -12,13 +13,23 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from legalsat.analyses.bank_conflicts import analyze_access
 from legalsat.analyses.smem_layout import analyze_tile_access
 from legalsat.diagnostics import InputError
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import WORD_DTYPES
 from legalsat.terms.integers import cdiv
-from legalsat.terms.smem import TILE_SWIZZLES, MemOp, SmemTile, TileAccess, WarpPattern
+from legalsat.terms.movement import Consumer, Major, TileMatrix
+from legalsat.terms.smem import (
+    TILE_SWIZZLES,
+    MemOp,
+    SharedAccess,
+    SmemTile,
+    StageLayout,
+    TileAccess,
+    WarpPattern,
+)
 
 
 @dataclass(frozen=True)
@@ -77,31 +88,50 @@ def best_staged_ways(eb: int, target: Target) -> int:
     return max(1, cdiv(int(best[0].ways * 1000), 1000)) if best else 4
 
 
-_CONSUMER = {"rows": (WarpPattern.ROWS, 16), "cols": (WarpPattern.COLS, 4),
-             "wgmma_a": (WarpPattern.LDMATRIX, 16), "wgmma_b": (WarpPattern.LDMATRIX_TRANS, 16)}
+def stage_read_ways(layout: StageLayout, matrix: TileMatrix, consumer: Consumer, major: Major | None,
+                    target: Target, samples: int = 8) -> float:
+    """Bank-conflict ways of a consumer's reads of a loaded tile (the worst of the first
+    `samples` warp instructions), on the stage layout as TMA wrote it:
 
+    - wgmma_a / wgmma_b: the 8-row x 16-byte core matrices the tensor core reads, four per warp
+      instruction (as ldmatrix.x4 reads them), along the operand's contiguous dim;
+    - rows: consecutive lanes read consecutive 16-byte vectors along the tile's last dim;
+    - cols: consecutive lanes read the same 16-byte vector of consecutive rows (a column block,
+      as a warp reading the tile across its rows vectorizes it);
 
-@functools.cache
-def consumer_layouts(eb: int, rows: int, row_bytes: int, consumer: str,
-                     target: Target) -> tuple[TileLayout, ...]:
-    """Swizzle modes for a loaded tile (TMA writes it), judged by its consumer's reads.
-    wgmma operands are judged by their ldmatrix-shaped 16-byte row reads. Best first;
-    only swizzles whose span fits the row (`row_bytes`) are offered."""
-    dt = WORD_DTYPES[min(eb, 8)]
-    pattern, width = _CONSUMER[consumer]
-    vector = max(1, width * 8 // dt.storage_bits)
-    out = []
-    for swizzle in TILE_SWIZZLES:
-        span = swizzle.span_bytes
-        if span > row_bytes or (span and row_bytes % span):
-            continue
-        pitch = row_bytes if not span else max(row_bytes, 128)
-        if span and pitch % 128:
-            continue
-        tile = SmemTile(dt, rows, row_bytes // dt.storage_bits * 8, pitch, swizzle)
-        try:
-            r = _ways(tile, pattern, vector, MemOp.LOAD, target)
-        except ValueError:  # the pattern does not fit this tile shape: judge by rows
-            r = _ways(tile, WarpPattern.ROWS, 128 // dt.storage_bits, MemOp.LOAD, target)
-        out.append(TileLayout(swizzle, 0, 1.0, r))
-    return tuple(sorted(out, key=lambda t: (t.ways, -len(t.swizzle))))
+    both 4-byte words when the last dim is not contiguous in the stage or spans under 16 bytes.
+
+    `matrix`: the tile read as (rows, cols)."""
+    eb = layout.element_bytes
+    cols, index = matrix.cols, matrix.index
+
+    accesses: list[SharedAccess] = []
+    lanes = target.banks.lanes
+    if consumer in (Consumer.WGMMA_A, Consumer.WGMMA_B):
+        t = max(1, 16 // eb)
+        # (mn, k) of the operand; the contiguous one advances by 16-byte chunks
+        mn_is_row = consumer is Consumer.WGMMA_A
+        for blk in range(samples):
+            addrs = []
+            for lane in range(lanes):
+                q, r = divmod(lane % 32, 8)
+                strided, chunk = r + 8 * (q % 2) + 16 * (blk % 4), (q // 2 + 2 * (blk // 4)) * t
+                k, mn = (chunk, strided) if major is Major.K else (strided, chunk)
+                addrs.append(layout.address(index(mn, k) if mn_is_row else index(k, mn)))
+            accesses.append(SharedAccess(MemOp.LOAD, 16, tuple(addrs)))
+    else:
+        contiguous = bool(layout.dims) and any(k == matrix.col_dim and mult == 1 for k, mult in layout.dims[0].parts)
+        vec = 16 if contiguous and cols * eb >= 16 else 4
+        per = max(1, vec // eb)
+        for ins in range(samples):
+            addrs = []
+            for lane in range(lanes):
+                if consumer is Consumer.ROWS:
+                    flat = (ins * lanes + lane) * per
+                    r, c = divmod(flat, max(cols, 1))
+                else:  # lane i: row i, the same vector of columns
+                    r, c = ins * lanes + lane, 0
+                a = layout.address(index(r, c))
+                addrs.append(a - a % vec)
+            accesses.append(SharedAccess(MemOp.LOAD, vec, tuple(addrs)))
+    return max(analyze_access(a, target).conflict_ways for a in accesses)

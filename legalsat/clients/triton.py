@@ -21,6 +21,7 @@ import os
 import sys
 import tempfile
 from functools import cache, cached_property
+from math import prod
 from pathlib import Path
 
 import torch
@@ -251,6 +252,149 @@ class Kernel:
         return out
 
 
+# the torch dtype a tile probe's wgmma reads (unsigned bytes as int8: the identity product of
+# the same bits; the check compares bits)
+WGMMA_TORCH = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+               "float32_ftz": torch.float32, "tfloat32": torch.float32, "tfloat32_ftz": torch.float32,
+               "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2, "int8": torch.int8,
+               "uint8": torch.int8}
+
+
+class TileKernel(Kernel):
+    """A load_tile plan's kernel: `k(src)` loads every tile of src as the plan says and
+    returns the tiles as its consumer read them, a `[*grid, *tile]` tensor (the overhang of
+    edge tiles is zero): src's dtype for rows / cols reads, float32 (int32 for 8-bit
+    integers) for the Gluon probe's wgmma reads.
+
+        tiles = k(src)                       # or k(src, out=buffer)
+        tiles = k(src, stages=raw)           # Gluon probe: raw[t] = tile t's stage, as int32 words
+        k.walk(src)                          # the walk alone (loads, no reads): what to time
+
+    Invariants: every tile position is written once; `source` is exactly what runs."""
+
+    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None):
+        super().__init__(plan, emitted, request_op)
+        self.out_shape = emitted.tile.shape
+        self.word = emitted.launches[0].word
+
+    def out_dtype(self, src: torch.Tensor) -> torch.dtype:
+        element = self.emitted.tile.element
+        return {"float32": torch.float32, "int32": torch.int32}.get(element, src.dtype)
+
+    def _check_src(self, src: torch.Tensor) -> None:
+        op = self.request_op
+        self._check_view(src, op and op["src"], "src", "src")
+        if src.element_size() != self.word:
+            raise _arg_error("src", f"src has {src.element_size()}-byte elements; the plan moves {self.word}-byte ones",
+                             "pass the tensor the plan was made for")
+        if op is None:  # without the request, the descriptor's reach is what can be checked
+            need = 1 + sum((d.extent - 1) * d.src_stride for d in self.plan.pieces[0].dims)
+            have = src.untyped_storage().nbytes() // self.word - src.storage_offset()
+            if need > have:
+                raise _arg_error("src", f"the plan walks {need} elements past src's first; src has {have}",
+                                 "pass the tensor the plan was made for")
+
+    def _base(self, src: torch.Tensor) -> torch.Tensor:
+        wg = self.emitted.tile.wgmma_input
+        base = words(src, self.word, 0, "src")
+        return base.view(WGMMA_TORCH[wg]) if wg else base
+
+    def _tile_desc(self, src: torch.Tensor):
+        spec = self.emitted.descriptors["tile"]
+        if src.data_ptr() % 16:
+            raise _arg_error("src", "src is not 16-byte aligned where the plan's TMA descriptor starts",
+                             "plan the request with the tensor's real base_align, or pass an aligned tensor")
+        key = (spec, src.data_ptr(), self.emitted.tile.wgmma_input)
+        cached = self._descs.get(key)
+        if cached is None:
+            base = self._base(src)
+            if self.variant == "gluon":
+                from triton.experimental.gluon import language as gl
+                from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+
+                layout = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle,
+                                              element_bitwidth=8 * base.element_size(), rank=len(spec.shape))
+                cached = GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout,
+                                         padding="zero")
+            else:
+                from triton.tools.tensor_descriptor import TensorDescriptor
+
+                cached = TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
+            self._descs = {key: cached}  # one source tensor at a time
+        return cached
+
+    def _args(self, src: torch.Tensor, out: torch.Tensor, stages: torch.Tensor | None, mode: int) -> list:
+        args = []
+        for a in self.emitted.launches[0].args:
+            if a == "src":
+                args.append(words(src, self.word, 0, "src"))
+            elif a == "out":
+                args.append(out.view(WORD_DTYPE[self.word]) if self.emitted.tile.element == "words" else out)
+            elif a == "dump":
+                args.append(stages)
+            elif a.startswith("desc:"):
+                args.append(self._tile_desc(src))
+            elif a == "const:MODE":
+                args.append(mode)
+        return args
+
+    def _launch(self, src: torch.Tensor, out: torch.Tensor, stages: torch.Tensor | None, mode: int) -> None:
+        ln = self.emitted.launches[0]
+        grid = ln.grid
+        if grid == "persistent":
+            grid = max(1, min(ln.tiles, _sm_count(src.device) * ln.blocks_per_sm))
+        getattr(self.module, ln.kernel)[(grid,)](*self._args(src, out, stages, mode), num_warps=ln.num_warps)
+
+    def warmup(self, src: torch.Tensor, *, out: torch.Tensor, stages: torch.Tensor | None = None) -> None:
+        """Compile the kernel (every mode) for src's device without running it."""
+        ln = self.emitted.launches[0]
+        fn = getattr(self.module, ln.kernel)
+        for mode in (0, 1) if "const:MODE" in ln.args else (0,):
+            fn.warmup(*self._args(src, out, stages, mode), grid=(1,), num_warps=ln.num_warps)
+
+    def __call__(self, src: torch.Tensor, *, out: torch.Tensor | None = None,
+                 stages: torch.Tensor | None = None) -> torch.Tensor:
+        self._check_src(src)
+        dtype = self.out_dtype(src)
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=dtype, device=src.device)
+        elif tuple(out.shape) != tuple(self.out_shape) or out.dtype != dtype or not out.is_contiguous():
+            raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)}",
+                             "allocate it with torch.empty(k.out_shape, dtype=k.out_dtype(src))")
+        words_per_tile = self.emitted.tile.dump_words
+        if stages is not None:
+            if not words_per_tile:
+                raise _arg_error("stages", "this kernel has no raw stage copy (the tl walk has no stages)",
+                                 "build the plan's gluon variant on an sm90 GPU")
+            want = (prod(self.plan.tile_load.grid), words_per_tile)
+            if tuple(stages.shape) != want or stages.dtype != torch.int32 or not stages.is_contiguous():
+                raise _arg_error("stages", f"stages must be a contiguous int32 tensor of shape {list(want)}",
+                                 "allocate it with torch.empty(k.stages_shape, dtype=torch.int32)")
+        elif words_per_tile:
+            stages = torch.empty(prod(self.plan.tile_load.grid), words_per_tile, dtype=torch.int32,
+                                 device=src.device)
+        self._launch(src, out, stages, 0)
+        return out
+
+    @property
+    def stages_shape(self) -> tuple[int, int]:
+        return (prod(self.plan.tile_load.grid), self.emitted.tile.dump_words)
+
+    def walk(self, src: torch.Tensor, *, out: torch.Tensor | None = None,
+             stages: torch.Tensor | None = None) -> None:
+        """Load every tile through the plan's pipeline and read nothing (the Gluon probe's
+        MODE=1; the tl walk stores its tiles): what the plan's estimate describes."""
+        self._check_src(src)
+        if self.variant != "gluon":
+            self(src, out=out)
+            return
+        if out is None:
+            out = torch.empty(1, dtype=self.out_dtype(src), device=src.device)
+        if stages is None:
+            stages = torch.empty(1, dtype=torch.int32, device=src.device)
+        self._launch(src, out, stages, 1)
+
+
 def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) -> Kernel:
     """The kernel of a plan: a plan (dict or PlanOut), or a whole optimize response (its
     `plan_index`-th plan; the request's views are then checked at every call).
@@ -265,7 +409,17 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
         on_sm90 = (os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
                    and torch.cuda.get_device_capability()[0] == 9)
         variant = default_variant(p, on_sm90)
-    return Kernel(p, emit(p, variant), op)
+    emitted = emit(p, variant)
+    if p.kind == MovementKind.LOAD_TILE:
+        return TileKernel(p, emitted, op)
+    return Kernel(p, emitted, op)
 
 
-__all__ = ["Kernel", "build_kernel", "load_module", "words"]
+__all__ = ["Kernel", "TileKernel", "build_kernel", "load_module", "matmul", "words"]
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, **kw) -> torch.Tensor:
+    """C = a @ b through a GEMM whose operand loads legalsat plans: see legalsat.clients.matmul."""
+    from legalsat.clients.matmul import matmul as _matmul
+
+    return _matmul(a, b, **kw)

@@ -21,8 +21,10 @@ from legalsat.diagnostics import InputError
 from legalsat.kernels.direct import emit_direct_copy, emit_direct_gather
 from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
-from legalsat.kernels.source import HEADER_GLUON, HEADER_TL, Emitted
+from legalsat.kernels.source import HEADER_GLUON, HEADER_GLUON_WGMMA, HEADER_TL, Emitted, TileOutput
 from legalsat.kernels.staged import emit_staged
+from legalsat.kernels.tile import emit_tile_tl, stage_words, tile_walk
+from legalsat.kernels.tile_gluon import emit_tile_gluon
 from legalsat.kernels.tma import emit_tma_tl, tma_piece
 from legalsat.kernels.tma_gluon import emit_tma_gluon
 from legalsat.kernels.words import plan_error, word_piece
@@ -74,12 +76,30 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
     plan = validate_plan(plan)
     if not sm90 or plan.strategy != Strategy.TMA:
         return "tl"
+    if plan.kind == MovementKind.LOAD_TILE:
+        return "gluon"  # the consumer probe: the plan's pipeline and its consumer's reads
     try:
         straight = all(tma_piece(p, f"pieces[{i}]").perm() is None
                        for i, p in enumerate(plan.pieces) if p.strategy == Strategy.TMA)
     except InputError:
         return "tl"  # emit() reports what is wrong with the plan
     return "gluon" if straight else "tl"
+
+
+def _emit_tile(plan: PlanOut, variant: str, strategy: Strategy) -> Emitted:
+    """A load_tile plan's kernel: the Gluon consumer probe (TMA, sm90), or the tl walk."""
+    w = tile_walk(plan)
+    if variant == "gluon" and strategy is Strategy.TMA:
+        texts, launches, descs, read, element = emit_tile_gluon(w, plan.smem_budget_bytes)
+        wg = w.wgmma.element if element != "words" else None
+        out = TileOutput(w.out_shape, element, read, stage_words(w), wg)
+        return Emitted(strategy.value, "gluon", HEADER_GLUON_WGMMA + "\n\n" + texts[0], tuple(launches), descs,
+                       tile=out)
+    texts, launches, descs = emit_tile_tl(w)
+    read = ("rows: each box through the descriptor" if strategy is Strategy.TMA
+            else "rows: each box with masked pointer loads")
+    return Emitted(strategy.value, "tl", HEADER_TL + "\n\n" + texts[0], tuple(launches), descs,
+                   tile=TileOutput(w.out_shape, "words", read))
 
 
 def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
@@ -90,11 +110,9 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
         raise plan_error("variant", f"variant is {variant!r}", f"use one of {VARIANTS}")
     if not plan.pieces:
         raise plan_error("pieces", "the plan has no pieces", "plan the request with legalsat >= planner/2")
-    if plan.kind == MovementKind.LOAD_TILE:
-        raise plan_error("kind", "load_tile plans stage a tile for a consumer kernel (wgmma, rows, cols); "
-                         "they are fused into it, not run alone", "use the plan's descriptors and smem fields "
-                         "in the consumer's own kernel")
     strategy = Strategy(plan.strategy)
+    if plan.kind == MovementKind.LOAD_TILE:
+        return _emit_tile(plan, variant, strategy)
     pieces = [(i, word_piece(p, f"pieces[{i}]"), p) for i, p in enumerate(plan.pieces)]
     texts: list[str] = []
     launches: list = []

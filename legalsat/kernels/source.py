@@ -18,6 +18,8 @@ HEADER_TL = "import triton\nimport triton.language as tl\n"
 HEADER_GLUON = (HEADER_TL + "from triton.experimental import gluon\n"
                 "from triton.experimental.gluon import language as gl\n"
                 "from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma\n")
+HEADER_GLUON_WGMMA = HEADER_GLUON + ("from triton.experimental.gluon.language.nvidia.hopper import warpgroup_mma, "
+                                     "warpgroup_mma_wait\n")
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,19 @@ class Launch:
 
 
 @dataclass(frozen=True)
+class TileOutput:
+    """What a tile kernel writes: the tiles tensor (`shape` = grid + tile, of the source's
+    words, or the tensor core's `float32` / `int32` accumulators), how the kernel read each
+    stage, and the int32 words of each tile's raw stage copy (0: none)."""
+
+    shape: tuple[int, ...]
+    element: str  # words | float32 | int32
+    read: str
+    dump_words: int = 0
+    wgmma_input: str | None = None  # the element type the probe's wgmma reads, when it runs one
+
+
+@dataclass(frozen=True)
 class Emitted:
     """Source of one plan's kernels and how to run them, in order."""
 
@@ -60,6 +75,7 @@ class Emitted:
     launches: tuple[Launch, ...]
     descriptors: dict[str, DescriptorSpec] = field(default_factory=dict)
     buffers: dict[str, tuple[str, int]] = field(default_factory=dict)  # name -> (dtype, count)
+    tile: TileOutput | None = None  # load_tile kernels
 
 
 def decompose(var: str, extents: list[tuple[str, int]], indent: str = "    ") -> list[str]:

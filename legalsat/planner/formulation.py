@@ -50,10 +50,16 @@ class Relayout:
 
 @dataclass(frozen=True)
 class Formulation:
+    """A plan term as data. Copies and gathers: `regions`. Tile loads: `tile_dims`, the walk's
+    (tensor extent, tile extent, src stride) outermost first, and `broadcast` when the walk
+    loads each broadcast value once (its dims are not in `tile_dims`)."""
+
     strategy: Strategy
     kind: MovementKind
     regions: tuple[Region, ...]
     relayouts: tuple[Relayout, ...] = ()
+    tile_dims: tuple[tuple[int, int, int], ...] = ()
+    broadcast: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,7 @@ class Candidate:
 
 def _dims(x) -> tuple[tuple[int, int, int], ...]:
     out = []
-    while x[0] == "DCons":
+    while x[0] in ("DCons", "TCons"):
         out.append((x[1], x[2], x[3]))
         x = x[4]
     return tuple(out)
@@ -89,8 +95,11 @@ def _regions(x, so: int = 0, do: int = 0) -> list[Region]:
 def formulation(term: str) -> Formulation:
     """Parse an extracted plan term (see the module docstring)."""
     x = parse_sexp(term)
-    relayouts = []
-    while x[0] in ("PadSrc", "PadDst"):
+    relayouts, broadcast = [], False
+    while x[0] in ("PadSrc", "PadDst", "Bcast"):
+        if x[0] == "Bcast":
+            broadcast, x = True, x[1]
+            continue
         relayouts.append(Relayout("src" if x[0] == "PadSrc" else "dst", x[1], x[2]))
         x = x[3]
     strategy = Strategy.from_constructor(x[0])
@@ -98,6 +107,6 @@ def formulation(term: str) -> Formulation:
     # a gather's count / distribution and a tile's consumer are the request's own: not kept
     if mov[0] == "Gath":
         return Formulation(strategy, MovementKind.GATHER, tuple(_regions(mov[3])), tuple(relayouts))
-    if mov[0] == "Tile":
-        return Formulation(strategy, MovementKind.LOAD_TILE, tuple(_regions(mov[2])), tuple(relayouts))
+    if mov[0] == "Load":
+        return Formulation(strategy, MovementKind.LOAD_TILE, (), tuple(relayouts), _dims(mov[4]), broadcast)
     return Formulation(strategy, MovementKind.COPY, tuple(_regions(mov)), tuple(relayouts))

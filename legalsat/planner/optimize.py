@@ -25,7 +25,7 @@ from legalsat.terms.movement import moved_elements
 from legalsat.terms.strategy import Strategy
 
 # Part of every plan-cache key: a new version never serves an older version's plans.
-PLANNER_VERSION = "legalsat-planner/3"
+PLANNER_VERSION = "legalsat-planner/4"
 
 
 class Clock:
@@ -66,12 +66,12 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
                                         f"equal={proof.equal}, injective={proof.injective})")])
     m = req.movement
     bytes_moved = 2 * moved_elements(m) * m.src.esize  # read + write
-    us = cand.cost / 1e6
+    us = built.estimated_us if built.estimated_us is not None else cand.cost / 1e6
     cost = Cost(round(us, 3), bytes_moved, round(bytes_moved / (us * 1e6), 3) if us else None, req.target.cost.source)
     return Plan(m.kind, cand.strategy, cand.term, built.tile, built.grid, built.num_warps, built.num_stages,
                 req.smem_bytes, built.vector_bytes, built.descriptors, built.smem, built.pipeline, built.gather, built.pieces,
                 tuple(Relayout(r.side, r.old_bytes, r.new_bytes) for r in cand.form.relayouts), cost, proof,
-                _explain(req, cand, us) if req.options.explain else None)
+                _explain(req, cand, us) if req.options.explain else None, built.tile_load)
 
 
 def optimize(req: PlanRequest) -> PlanResponse:
@@ -92,6 +92,7 @@ def optimize(req: PlanRequest) -> PlanResponse:
         except Infeasible as e:
             clock.lap("solve")
             rejected.append(Rejected(cand.strategy, cand.term, e.reasons))
+    plans.sort(key=lambda p: p.cost.estimated_us)  # builders may know better than the e-graph (tile loads)
     offered = {c.strategy for c in cands}
     rejected += [Rejected(s, None, tuple(why_not(req, s))) for s in Strategy if s not in offered]
     return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,

@@ -15,7 +15,8 @@ from legalsat.diagnostics import Diagnostic
 from legalsat.planner.reports import SaturationReport
 from legalsat.protocols.model import Protocol
 from legalsat.terms.descriptor import Swizzle, TmaDescriptor
-from legalsat.terms.movement import MovementKind
+from legalsat.terms.movement import Major, MovementKind
+from legalsat.terms.smem import StageLayout
 from legalsat.terms.strategy import Strategy
 
 
@@ -118,6 +119,65 @@ class GatherPlan:
 
 
 @dataclass(frozen=True)
+class KSlice:
+    """One wgmma instruction's slice of the operand: its first K index and where it starts."""
+
+    k0: int
+    start_offset_bytes: int
+    base_offset: int
+
+
+@dataclass(frozen=True)
+class WgmmaOperand:
+    """What a wgmma shared-memory matrix descriptor of the tile holds (PTX ISA, "Matrix
+    Descriptor Format"), checked element by element against the stage layout: the operand's
+    major-ness, its layout type (0 interleave, 1 128B, 2 64B, 3 32B swizzle), the leading and
+    stride byte offsets, and per k-slice the start offset from the stage and the base offset;
+    `mn_block_bytes`: what the start advances per 64 rows of M (A operands) or per N block."""
+
+    major: Major
+    layout_type: int
+    swizzle: Swizzle
+    lbo_bytes: int
+    sbo_bytes: int
+    k_slices: tuple[KSlice, ...]
+    mn_block_bytes: int
+    element: str
+
+
+@dataclass(frozen=True)
+class TileBox:
+    """One TMA box of a tile: its origin in descriptor coordinates (innermost first) relative to
+    the tile's, and where it lands in the stage."""
+
+    origin: tuple[int, ...]
+    smem_offset_bytes: int
+
+
+@dataclass(frozen=True)
+class TileLoadPlan:
+    """How a tile load walks the tensor. `grid`: tile positions per request dim (outermost
+    first); `coords`: per descriptor dim (innermost first), the (request dim, multiplier) pairs
+    whose tile positions give its coordinate (coordinate = sum(T[k] * mult)); `boxes` complete
+    one stage on one mbarrier phase; `layout` places every tile element in the stage; `folded`
+    request dims share one descriptor dim (CuTe's fold of modes past rank 5); `broadcast` dims
+    are loaded once (stride 0 in the stage)."""
+
+    grid: tuple[int, ...]
+    coords: tuple[tuple[tuple[int, int], ...], ...]
+    boxes: tuple[TileBox, ...]
+    layout: StageLayout
+    oob_fill: str
+    folded: tuple[int, ...]
+    broadcast: tuple[int, ...]
+    consumer: str
+    read_conflict_ways: float
+    wgmma: WgmmaOperand | None
+    estimated_us_per_tile: float
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class Relayout:
     """A pitch the plan needs changed: `side` src|dst, stride in bytes before and after."""
 
@@ -171,6 +231,7 @@ class Plan:
     cost: Cost
     proof: Proof
     explain: tuple[str, ...] | None = None
+    tile_load: TileLoadPlan | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ import islpy as isl
 from legalsat.planner.formulation import Region
 from legalsat.planner.plan import Proof
 from legalsat.terms.movement import contiguous_strides
+from legalsat.terms.smem import StageLayout
 
 
 @dataclass(frozen=True)
@@ -201,31 +202,69 @@ def prove_gather(src_shape, src_strides, axis: int, unit: int, count: int, esize
     return Proof(proj.is_equal(req), slab_full.is_injective(), label)
 
 
-def prove_tile(src_shape, src_strides, tile, esize: int, boxes: list[tuple[tuple[int, ...], tuple[int, ...]]]) -> Proof:
-    """Every tile (coordinates T) is covered exactly once by its boxes: the set of
-    (T, src byte, byte within the row-major tile) equals the request's, in bounds.
-    `boxes`: (box origin within the tile, box extents), outermost first."""
-    r = len(src_shape)
+def _layout_offset(layout: StageLayout, index: list[str]) -> str:
+    """The stage layout's offset (elements, before the swizzle) of a symbolic tile index."""
+    terms = []
+    for d in layout.dims:
+        p = _sum([f"{mult}*{index[k]}" for k, mult in d.parts])
+        if d.boxes == 1:
+            terms.append(f"{d.stride}*({p})")
+        else:
+            terms.append(f"{d.stride}*(({p}) mod {d.box}) + {d.box_stride}*floor(({p})/{d.box})")
+    return _sum(terms)
+
+
+def prove_tile_walk(m, dims: list[tuple[int, int, tuple[tuple[int, int], ...]]], box: tuple[int, ...],
+                    boxes, layout: StageLayout) -> Proof:
+    """A tile load's walk is the request's, proven by decoding both ways (no existentials):
+
+    - sound: every in-bounds element of every box of every tile T decodes to a tile index i
+      with T*tile + i in the tensor, read from the request's src offset of T*tile + i and
+      landing at the stage offset layout(i);
+    - complete: every in-bounds element i of every tile T falls in a box element whose
+      descriptor coordinates are in bounds;
+    - once: the boxes tile the tile exactly (their positions are the mixed-radix split of the
+      tile's) and the layout is injective on the tile.
+
+    `dims`: descriptor dims innermost first as (extent, stride, coordinate parts); the stage
+    layout's dims are the same dims, in the same order."""
+    shape, strides, tile, grid = m.src.shape, m.src.strides, m.tile, m.tiles()
+    r = len(shape)
+    es = layout.element_bytes
     T = [f"T{k}" for k in range(r)]
-    tstr = [1] * r
-    for k in range(r - 2, -1, -1):
-        tstr[k] = tstr[k + 1] * tile[k + 1]
-    i = [f"i{k}" for k in range(r)]
-    cons = [f"{t} >= 0" for t in T] + [f"0 <= {a} < {tile[k]}" for k, a in enumerate(i)]
-    cons += [f"{tile[k]}*{T[k]} + {i[k]} < {src_shape[k]}" for k in range(r)]
-    src = _sum([f"{src_strides[k]}*({tile[k]}*{T[k]} + {i[k]})" for k in range(r)])
-    tb = _sum([f"{tstr[k]}*{i[k]}" for k in range(r)])
-    req = _map(T, [], i, cons, src, tb)
-    plan = full = None
-    for n, (origin, ext) in enumerate(boxes):
-        o = [f"o{k}" for k in range(r)]
-        c = [f"{t} >= 0" for t in T] + [f"0 <= {o[k]} < {ext[k]}" for k in range(r)]
-        c += [f"{tile[k]}*{T[k]} + {origin[k]} + {o[k]} < {src_shape[k]}" for k in range(r)]
-        s = _sum([f"{src_strides[k]}*({tile[k]}*{T[k]} + {origin[k]} + {o[k]})" for k in range(r)])
-        t = _sum([f"{tstr[k]}*({origin[k]} + {o[k]})" for k in range(r)])
-        a = _map(T, [], o, c, s, t)
-        f = _map(T, [str(n)] + o, [], c, s, t)
-        plan = a if plan is None else plan.union(a)
-        full = f if full is None else full.union(f)
-    return Proof(plan.is_equal(req), full.is_injective(),
-                 f"{{ tile -> (src, tile element) }} for tile {list(tile)}")
+    tcons = [f"0 <= {t} < {n}" for t, n in zip(T, grid)]
+    coord = [_sum([f"{mult}*{T[k]}" for k, mult in parts]) for _, _, parts in dims]
+    in_tensor = lambda i: " and ".join(f"0 <= {i[k]} < {tile[k]} and {tile[k]}*{T[k]} + {i[k]} < {shape[k]}"  # noqa: E731
+                                       for k in range(r))
+    src_of = lambda i: _sum([f"{strides[k]}*({tile[k]}*{T[k]} + {i[k]})" for k in range(r) if strides[k]])  # noqa: E731
+    # every box at once: box index B_j along descriptor dim j, element q_j inside it
+    B = [f"B{j}" for j in range(len(dims))]
+    q = [f"q{j}" for j in range(len(dims))]
+    pos = [f"({box[j]}*{B[j]} + {q[j]})" for j in range(len(dims))]
+    cons = tcons + [f"0 <= {q[j]} < {box[j]} and 0 <= {B[j]} < {d.boxes}" for j, d in enumerate(layout.dims)]
+    cons += [f"{_sum([coord[j], pos[j]])} < {extent}" for j, (extent, _, _) in enumerate(dims)]
+    i = ["0"] * r
+    for j, d in enumerate(layout.dims):
+        for k, mult in d.parts:
+            i[k] = f"(floor({pos[j]}/{mult}) mod {tile[k]})"
+    src = _sum([f"{stride}*({_sum([coord[j], pos[j]])})" for j, (_, stride, _) in enumerate(dims) if stride])
+    sm = _sum([f"{d.box_stride}*{B[j]} + {d.stride}*{q[j]}" for j, d in enumerate(layout.dims)])
+    ok = f"{in_tensor(i)} and {src_of(i)} = {src} and {_layout_offset(layout, i)} = {sm}"
+    sound = isl.Set(f"{{ [{', '.join(T + B + q)}] : {' and '.join(cons)} and not ({ok}) }}").is_empty()
+    # the plan's boxes are that grid: box (B) starts at B * box and lands at sum(B * box_stride)
+    grid_boxes = {(tuple(o // b for o, b in zip(bx.origin, box)), bx.smem_offset_bytes) for bx in boxes}
+    sound &= grid_boxes == {(bi, sum(x * d.box_stride for x, d in zip(bi, layout.dims)) * es) for bi, _ in grid_boxes}
+    idx = [f"i{k}" for k in range(r)]
+    req = tcons + [in_tensor(idx)]
+    pos = [_sum([f"{mult}*{idx[k]}" for k, mult in d.parts]) for d in layout.dims]
+    covered = " and ".join(f"{_sum([coord[j], pos[j]])} < {extent}" for j, (extent, _, _) in enumerate(dims)) or "true"
+    complete = isl.Set(f"{{ [{', '.join(T + idx)}] : {' and '.join(req)} and not ({covered}) }}").is_empty()
+    # once: boxes split each dim's positions exactly, and the layout is injective on the tile
+    exact = all(len({bx.origin[j] for bx in boxes}) * box[j] == d.extent for j, d in enumerate(layout.dims))
+    exact &= len(boxes) == prod(d.boxes for d in layout.dims)
+    spans = [k for d in layout.dims for k, _ in d.parts]
+    tile_dom = " and ".join(f"0 <= {idx[k]} < {tile[k]}" for k in spans) or "true"
+    inj = isl.Map(f"{{ [{', '.join(idx[k] for k in spans)}] -> [{_layout_offset(layout, idx)}] : {tile_dom} }}")
+    return Proof(sound and complete, exact and inj.is_injective(),
+                 f"{{ (tile, box element) -> (src, stage element) }} for tile {list(tile)} over {list(grid)} "
+                 f"tiles, {len(boxes)} box(es) of {list(box)}")

@@ -35,7 +35,7 @@ def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
                              f"at most {target.tma.max_rank}")]
     es = view.esize
     desc = TmaDescriptor.from_fields(
-        dtype=view.dtype.name, rank=len(order), global_address=placeholder_address(view.base_align),
+        dtype=view.dtype.tma_name, rank=len(order), global_address=placeholder_address(view.base_align),
         global_dim=[view.shape[k] for k in order], global_strides=[view.strides[k] * es for k in order[1:]],
         box_dim=[min(view.shape[k], 256 if i else max(1, 128 // es)) for i, k in enumerate(order)],
         element_strides=[1] * len(order))

@@ -37,9 +37,10 @@ MBARRIER_BYTES = 8
 
 @dataclass(frozen=True)
 class TmaPipelineSpec:
-    """What a plan knows: the bytes of each box copied per stage (one entry per operand
-    descriptor), the bytes of the output tile stored per iteration (0: no TMA store), the
-    shared-memory budget, and the pipeline shape."""
+    """What a plan knows: the bytes copied into each operand's buffer per stage (one entry per
+    operand descriptor), issued as `boxes` TMA copies of equal size (a tile split into several
+    boxes completes on one phase), the bytes of the output tile stored per iteration (0: no
+    TMA store), the shared-memory budget, and the pipeline shape."""
 
     load_bytes: tuple[int, ...]
     store_bytes: int = 0
@@ -49,6 +50,7 @@ class TmaPipelineSpec:
     store_buffers: int = 1
     roles: int = 1
     consumers: int = 1  # arrivals that release a stage (two-role shape)
+    boxes: int = 1
 
 
 def fit_stages(spec: TmaPipelineSpec) -> int:
@@ -73,8 +75,8 @@ def fit_stages(spec: TmaPipelineSpec) -> int:
 
 
 def _loads(bar: Slot, shift: int, spec: TmaPipelineSpec, when: Guard | None) -> list[Op]:
-    return [Op(OpKind.TMA_LOAD, bar=bar, buffer=Slot(f"in{k}", shift=shift), bytes=b,
-               desc=f"desc{k}", when=when) for k, b in enumerate(spec.load_bytes)]
+    return [Op(OpKind.TMA_LOAD, bar=bar, buffer=Slot(f"in{k}", shift=shift), bytes=b // spec.boxes,
+               desc=f"desc{k}", when=when) for k, b in enumerate(spec.load_bytes) for _ in range(spec.boxes)]
 
 
 def _store_ops(spec: TmaPipelineSpec) -> list[Op]:
@@ -92,7 +94,7 @@ def _store_ops(spec: TmaPipelineSpec) -> list[Op]:
 def synthesize_tma_pipeline(spec: TmaPipelineSpec) -> Protocol:
     """The verified protocol for `spec` (trip count left open: verified for every N up to
     the bound of `trip_counts`). Raises InputError when it does not fit the budget."""
-    if not spec.load_bytes or any(b <= 0 or b % 16 for b in spec.load_bytes):
+    if spec.boxes < 1 or not spec.load_bytes or any(b <= 0 or b % (16 * spec.boxes) for b in spec.load_bytes):
         raise Code.INVALID_INPUT.error(
             f"load_bytes {list(spec.load_bytes)}: each box is a positive "
             "multiple of 16 bytes (TMA moves 16-byte units)", "give the box bytes of each "

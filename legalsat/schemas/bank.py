@@ -19,11 +19,11 @@ from legalsat.schemas.base import ErrorOut, Out, Strict
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import Target, resolve_target
 from legalsat.terms.descriptor import Swizzle
-from legalsat.terms.dtypes import DTYPES
+from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.smem import TILE_SWIZZLES, MemOp, SharedAccess, SmemTile, TileAccess, WarpPattern
 
 Offset = Annotated[StrictInt, Field(ge=0, lt=1 << 32)]
-SmemDType = Literal[tuple(n for n, d in DTYPES.items() if not d.packed)]  # type: ignore[valid-type]
+SmemDType = Literal[tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)]  # type: ignore[valid-type]
 
 
 class RawAccessIn(Strict):
@@ -121,7 +121,7 @@ def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess |
     if isinstance(model, RawAccessIn):
         return _raw_term(model, target), target
     t = model.tile
-    d = DTYPES[t.dtype]
+    d = ELEMENT_TYPES[t.dtype]
     rows, cols = t.shape
     pitch = t.row_pitch_bytes if t.row_pitch_bytes is not None else cols * d.storage_bits // 8 + t.padding_bytes
     tile = SmemTile(d, rows, cols, pitch, Swizzle(t.swizzle))

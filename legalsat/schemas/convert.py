@@ -17,6 +17,7 @@ from legalsat.planner.plan import (
     PlanResponse,
     Rejected,
     SmemLayout,
+    TileLoadPlan,
 )
 from legalsat.planner.reports import SaturationReport
 from legalsat.schemas.plan import (
@@ -28,6 +29,8 @@ from legalsat.schemas.plan import (
     ExecutorOut,
     GatherOut,
     InspectorOut,
+    KSliceOut,
+    LayoutDimOut,
     OptimizeResponse,
     PieceOut,
     PlanOut,
@@ -38,7 +41,11 @@ from legalsat.schemas.plan import (
     RulesetStepOut,
     SaturationReportOut,
     SmemOut,
+    StageLayoutOut,
+    TileBoxOut,
+    TileLoadOut,
     TimingsOut,
+    WgmmaOut,
 )
 from legalsat.schemas.protocol import protocol_model
 
@@ -98,6 +105,23 @@ def gather_out(g: GatherPlan | None) -> GatherOut | None:
                      **more)
 
 
+def tile_load_out(t: TileLoadPlan) -> TileLoadOut:
+    w = t.wgmma
+    layout = StageLayoutOut(dims=[LayoutDimOut(parts=[list(x) for x in d.parts], box=d.box, boxes=d.boxes,
+                                               stride=d.stride, box_stride=d.box_stride) for d in t.layout.dims],
+                            element_bytes=t.layout.element_bytes, swizzle=t.layout.swizzle.value)
+    wgmma = None if w is None else WgmmaOut(
+        major=w.major.value, layout_type=w.layout_type, swizzle=w.swizzle.value, lbo_bytes=w.lbo_bytes,
+        sbo_bytes=w.sbo_bytes, k_slices=[KSliceOut(k0=s.k0, start_offset_bytes=s.start_offset_bytes,
+                                                   base_offset=s.base_offset) for s in w.k_slices],
+        mn_block_bytes=w.mn_block_bytes, element=w.element)
+    return TileLoadOut(grid=list(t.grid), coords=[[list(x) for x in c] for c in t.coords],
+                       boxes=[TileBoxOut(origin=list(b.origin), smem_offset_bytes=b.smem_offset_bytes) for b in t.boxes],
+                       layout=layout, oob_fill=t.oob_fill, folded=list(t.folded), broadcast=list(t.broadcast),
+                       consumer=t.consumer, read_conflict_ways=t.read_conflict_ways, wgmma=wgmma,
+                       estimated_us_per_tile=t.estimated_us_per_tile, **_set(note=t.note))
+
+
 def plan_out(p: Plan) -> PlanOut:
     c = p.cost
     return PlanOut(
@@ -112,7 +136,8 @@ def plan_out(p: Plan) -> PlanOut:
                      model=c.model),
         proof=ProofOut(method="isl", verified=p.proof.ok, equal=p.proof.equal, injective=p.proof.injective,
                        relation=p.proof.relation),
-        **_set(explain=None if p.explain is None else list(p.explain)))
+        **_set(explain=None if p.explain is None else list(p.explain),
+               tile_load=None if p.tile_load is None else tile_load_out(p.tile_load)))
 
 
 def reason_out(d: Diagnostic) -> ReasonOut:

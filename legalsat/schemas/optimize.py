@@ -14,7 +14,7 @@ import json
 from math import prod
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, StrictInt, ValidationError
+from pydantic import BeforeValidator, Field, StrictBool, StrictInt, ValidationError, WithJsonSchema
 
 from legalsat.analyses.overlap import overlaps
 from legalsat.diagnostics import Code, InputError
@@ -22,17 +22,20 @@ from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import TARGET_NAMES, resolve_target
-from legalsat.terms.dtypes import DTYPES
+from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
 from legalsat.terms.movement import (
     MAX_BYTES,
     MAX_RANK,
+    MAX_TILE_RANK,
     Consumer,
+    ConsumerSpec,
     Copy,
     Distribution,
     Gather,
     IndexSpec,
     LoadTile,
+    Major,
     Movement,
     View,
 )
@@ -40,14 +43,15 @@ from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
 
 Pos = Annotated[StrictInt, Field(ge=1, le=(1 << 62))]
 NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
-MOVABLE_DTYPES = tuple(n for n, d in DTYPES.items() if not d.packed)
+MOVABLE_DTYPES = tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)
 
 
 class ViewIn(Strict):
     """A strided tensor: shape and strides outermost first, in elements."""
 
     dtype: str = Field(description=f"element type: {', '.join(MOVABLE_DTYPES)}")
-    shape: list[StrictInt] = Field(description="extents, outermost first (1..8 dims, each >= 1)")
+    shape: list[StrictInt] = Field(description="extents, outermost first (each >= 1; 1..8 dims, 1..16 for a "
+                                               "tile load's source)")
     strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)")
     base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes")
 
@@ -58,11 +62,39 @@ class CopyOp(Strict):
     dst: ViewIn
 
 
+ConsumerName = Literal[tuple(c.value for c in Consumer)]  # type: ignore[valid-type]
+
+
+class ConsumerIn(Strict):
+    """What reads the tile out of shared memory, in detail."""
+
+    kind: ConsumerName = Field(description="wgmma_a / wgmma_b (a tensor-core operand), rows or cols (a warp "
+                               "reading rows, or columns, of the tile)")
+    major: Literal["k", "mn"] | None = Field(None, description="wgmma operands: the dim contiguous in shared "
+                                             "memory (default: the source's, from its strides)")
+    instruction: Annotated[list[StrictInt], Field(min_length=3, max_length=3)] | None = Field(
+        None, description="wgmma operands: the instruction shape [m, n, k] (m 64; n a multiple of 8 up to 256; "
+                          "k * element bits = 256)")
+    element: str | None = Field(None, description="the element type the consumer reads, of the view's width "
+                                "(e.g. float8_e4m3fn over uint8, tfloat32 over float32); default the view's")
+
+
+def _consumer_object(value: object) -> object:
+    """A consumer's name is shorthand for the object naming only its kind (so errors in the
+    object's fields name those fields)."""
+    return {"kind": value} if isinstance(value, str) else value
+
+
+Consumer_ = Annotated[ConsumerIn, BeforeValidator(_consumer_object), WithJsonSchema(
+    {"anyOf": [{"type": "string", "enum": [c.value for c in Consumer]}, ConsumerIn.model_json_schema()]})]
+
+
 class LoadTileOp(Strict):
     kind: Literal["load_tile"]
     src: ViewIn
-    tile: list[StrictInt] = Field(description="tile extents, outermost first; one per src dim")
-    consumer: Literal[tuple(c.value for c in Consumer)]  # type: ignore[valid-type]
+    tile: list[StrictInt] = Field(description="tile extents, outermost first; one per src dim; may exceed the "
+                                  "src extent (the overhang reads as zero)")
+    consumer: Consumer_ = Field(description="what reads the tile: a name, or the detailed form")
 
 
 class IndexIn(Strict):
@@ -104,18 +136,18 @@ def _bad(field: str, message: str, fix: str) -> InputError:
     return Code.INVALID_INPUT.error(message, fix, field)
 
 
-def _view(v: ViewIn, field: str) -> View:
-    if v.dtype not in DTYPES:
-        close = difflib.get_close_matches(v.dtype, list(DTYPES), n=1)
+def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
+    if v.dtype not in ELEMENT_TYPES:
+        close = difflib.get_close_matches(v.dtype, list(ELEMENT_TYPES), n=1)
         raise _bad(f"{field}.dtype", f"{field}.dtype: unknown dtype {v.dtype!r}"
                    + (f"; did you mean {close[0]!r}?" if close else ""),
                    f"use one of: {', '.join(MOVABLE_DTYPES)}")
-    if DTYPES[v.dtype].packed:
+    if ELEMENT_TYPES[v.dtype].packed:
         raise _bad(f"{field}.dtype", f"{field}.dtype: {v.dtype} is a packed sub-byte format; "
                    "the planner moves whole bytes", "describe the data as uint8 (bytes) instead")
-    if not 1 <= len(v.shape) <= MAX_RANK:
-        raise _bad(f"{field}.shape", f"{field}.shape has {len(v.shape)} dims; 1 to {MAX_RANK} are supported",
-                   "merge contiguous dims before sending, or send a view of at most 8 dims")
+    if not 1 <= len(v.shape) <= max_rank:
+        raise _bad(f"{field}.shape", f"{field}.shape has {len(v.shape)} dims; 1 to {max_rank} are supported",
+                   f"merge contiguous dims before sending, or send a view of at most {max_rank} dims")
     if len(v.strides) != len(v.shape):
         raise _bad(f"{field}.strides", f"{field}.strides has {len(v.strides)} entries but shape has "
                    f"{len(v.shape)}", "give one stride (in elements) per dim, outermost first")
@@ -130,15 +162,61 @@ def _view(v: ViewIn, field: str) -> View:
     if v.base_align & (v.base_align - 1):
         raise _bad(f"{field}.base_align", f"{field}.base_align is {v.base_align}; it must be a power of two",
                    "give the largest power of two that divides the base address (e.g. 16)")
-    esize = DTYPES[v.dtype].storage_bits // 8
+    esize = ELEMENT_TYPES[v.dtype].storage_bits // 8
     nbytes = span(v.shape, v.strides) * esize
     if nbytes >= MAX_BYTES or prod(v.shape) * esize >= MAX_BYTES:
-        raise _bad(f"{field}.shape", f"{field} spans {nbytes} bytes, past 2^63",
-                   "check the shape and strides (strides are in elements, not bytes)")
-    return View(DTYPES[v.dtype], tuple(v.shape), tuple(v.strides), min(v.base_align, 1 << 12))
+        raise _bad(f"{field}.shape", f"{field} spans {nbytes} bytes, past 2^63: no tensor in memory is that large",
+                   "check the shape and strides (strides are in elements, not bytes); a ragged descriptor's "
+                   "virtual dims (extents near 2^31 that rely on address wrap-around) are not a tensor to walk: "
+                   "plan the tensor behind it, and check the descriptor itself at /v1/descriptors/validate")
+    return View(ELEMENT_TYPES[v.dtype], tuple(v.shape), tuple(v.strides), min(v.base_align, 1 << 12))
+
+
+MAX_TILE_ELEMENTS = 1 << 24  # far past any shared memory; keeps sizes well inside i64 arithmetic
+
+
+def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
+    if len(op.tile) != src.rank:
+        raise _bad("op.tile", f"op.tile has {len(op.tile)} dims but op.src has {src.rank}",
+                   "give one tile extent per src dim (1 for dims the tile does not span)")
+    for k, t in enumerate(op.tile):
+        if not 1 <= t <= MAX_TILE_ELEMENTS:
+            raise _bad(f"op.tile[{k}]", f"op.tile[{k}] is {t}; tile extents are 1 to {MAX_TILE_ELEMENTS}",
+                       "give the elements of the tile along this dim (1 for a dim the tile does not span)")
+    if prod(op.tile) > MAX_TILE_ELEMENTS:
+        raise _bad("op.tile", f"the tile holds {prod(op.tile)} elements; no shared memory holds more than "
+                   f"{MAX_TILE_ELEMENTS}", "load a smaller tile")
+    c = op.consumer
+    kind = Consumer(c.kind)
+    element = None
+    if c.element is not None:
+        element = ELEMENT_TYPES.get(c.element)
+        if element is None or element.packed:
+            raise _bad("op.consumer.element", f"op.consumer.element: unknown element type {c.element!r}",
+                       f"use one of: {', '.join(MOVABLE_DTYPES)}")
+        if element.storage_bits != src.dtype.storage_bits:
+            raise _bad("op.consumer.element", f"op.consumer.element {c.element} is {element.storage_bits} bits "
+                       f"wide but op.src.dtype {src.dtype.name} is {src.dtype.storage_bits}",
+                       "name a type of the view's width (the consumer reads the same bits)")
+    wgmma = kind in (Consumer.WGMMA_A, Consumer.WGMMA_B)
+    if not wgmma and (c.major is not None or c.instruction is not None):
+        raise _bad("op.consumer", f"major and instruction describe wgmma operands, not a {kind.value} consumer",
+                   "drop them, or use wgmma_a / wgmma_b")
+    instruction = tuple(c.instruction) if c.instruction is not None else None
+    if instruction is not None:
+        bits = (element or src.dtype).storage_bits
+        m, n, k = instruction
+        if m != 64 or n < 8 or n > 256 or n % 8 or k * bits != 256:
+            raise _bad("op.consumer.instruction", f"op.consumer.instruction {list(instruction)} is not a wgmma "
+                       f"shape for {bits}-bit elements", f"use [64, n, {256 // bits}] with n a multiple of 8 "
+                       "up to 256")
+    major = Major(c.major) if c.major is not None else None
+    return LoadTile(src, tuple(op.tile), ConsumerSpec(kind, major, instruction, element))
 
 
 def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
+    if isinstance(op, LoadTileOp):
+        return _load_tile(op, _view(op.src, "op.src", MAX_TILE_RANK))
     src = _view(op.src, "op.src")
     if isinstance(op, CopyOp):
         dst = _view(op.dst, "op.dst")
@@ -154,14 +232,7 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
                        "address: the copy would race", "give the destination non-overlapping strides")
         return Copy(src, dst)
     if isinstance(op, LoadTileOp):
-        if len(op.tile) != src.rank:
-            raise _bad("op.tile", f"op.tile has {len(op.tile)} dims but op.src has {src.rank}",
-                       "give one tile extent per src dim (1 for dims the tile does not span)")
-        for k, (t, n) in enumerate(zip(op.tile, src.shape)):
-            if not 1 <= t <= n:
-                raise _bad(f"op.tile[{k}]", f"op.tile[{k}] is {t}; it must be between 1 and the "
-                           f"src extent {n}", "choose a tile no larger than the tensor")
-        return LoadTile(src, tuple(op.tile), Consumer(op.consumer))
+        return _load_tile(op, src)
     if op.axis >= src.rank:
         raise _bad("op.axis", f"op.axis is {op.axis} but op.src has {src.rank} dims",
                    f"use an axis between 0 and {src.rank - 1}")
@@ -210,7 +281,7 @@ def parse_request(obj: object) -> PlanRequest:
         try:
             req = OptimizeRequest.model_validate(obj)
         except ValidationError as e:
-            raise InputError(details_from_validation(e, _HINTS, _KNOWN)) from None
+            raise InputError(details_from_validation(e, _HINTS, _KNOWN, tags=("copy", "load_tile", "gather"))) from None
     if req.op is None:
         raise _bad("op", "the request has neither op nor term", 'send "op": {...} or "term": "(copy ...)"')
     target = resolve_target(req.target)

@@ -158,6 +158,77 @@ class GatherOut(Out):
     window_rows: int | None = Field(None, description="shuffle plans: rows of the window one warp loads")
 
 
+class LayoutDimOut(Out):
+    """One dim of a shared-memory stage (a descriptor dim, innermost first)."""
+
+    parts: list[list[int]] = Field(description="[tile dim, multiplier] pairs: tile index i lands at position "
+                                   "p = sum(i[dim] * multiplier) along this dim")
+    box: int = Field(description="elements of one box along it")
+    boxes: int = Field(description="boxes along it per tile")
+    stride: int = Field(description="elements between neighbours inside a box")
+    box_stride: int = Field(description="elements between neighbouring boxes along it")
+
+
+class StageLayoutOut(Out):
+    """Where every tile element lands in its stage: byte offset = element_bytes * sum over dims of
+    ((p mod box) * stride + (p div box) * box_stride), then the swizzle (16-byte chunk index XOR
+    bits 7.. of the offset, within the span) as TMA writes it; stages are 1024-byte aligned. Tile
+    dims in no dim's parts have stride 0 (broadcast dims, and dims the tile does not span)."""
+
+    dims: list[LayoutDimOut] = Field(description="the stage's dims, innermost (contiguous) first")
+    element_bytes: int = Field(description="bytes per element")
+    swizzle: str = Field(description="none, 32B, 64B or 128B")
+
+
+class TileBoxOut(Out):
+    """One TMA box of a tile."""
+
+    origin: list[int] = Field(description="its first element's offset from the tile's coordinates, per "
+                              "descriptor dim (innermost first)")
+    smem_offset_bytes: int = Field(description="where it lands in the stage")
+
+
+class KSliceOut(Out):
+    """One wgmma instruction's k-slice of the operand."""
+
+    k0: int = Field(description="its first K index within the tile")
+    start_offset_bytes: int = Field(description="the descriptor's start address, from the stage's base")
+    base_offset: int = Field(description="the descriptor's matrix base offset (bits 49-51)")
+
+
+class WgmmaOut(Out):
+    """The wgmma shared-memory matrix descriptor of the operand tile (PTX "Matrix Descriptor
+    Format"), checked element by element against the stage layout."""
+
+    major: Literal["k", "mn"] = Field(description="the dim contiguous in shared memory (trans-a/b 0 for K-major)")
+    layout_type: int = Field(description="descriptor bits 62-63: 0 interleave, 1 128B, 2 64B, 3 32B swizzle")
+    swizzle: str = Field(description="the stage's swizzle")
+    lbo_bytes: int = Field(description="leading dimension byte offset")
+    sbo_bytes: int = Field(description="stride dimension byte offset")
+    k_slices: list[KSliceOut] = Field(description="per instruction k-slice (32 bytes of K), its start and base offset")
+    mn_block_bytes: int = Field(description="A operands: what the start advances per 64 rows of M (0: one block)")
+    element: str = Field(description="the element type the tensor core reads")
+
+
+class TileLoadOut(Out):
+    """How a tile load walks the tensor and where each tile lands."""
+
+    grid: list[int] = Field(description="tile positions per request dim (outermost first): ceil(shape / tile)")
+    coords: list[list[list[int]]] = Field(description="per descriptor dim (innermost first): [request dim, "
+                                          "multiplier] pairs; a tile T's coordinate is sum(T[dim] * multiplier)")
+    boxes: list[TileBoxOut] = Field(description="the boxes of one tile, completing one stage on one mbarrier phase")
+    layout: StageLayoutOut = Field(description="where every element of the tile lands in its stage")
+    oob_fill: Literal["zero"] = Field(description="what the overhang of an edge tile reads as")
+    folded: list[int] = Field(description="request dims folded into one descriptor dim (box 1; CuTe's fold of "
+                              "modes past rank 5)")
+    broadcast: list[int] = Field(description="broadcast (stride-0) request dims, loaded once: stride 0 in the stage")
+    consumer: str = Field(description="what reads the tile")
+    read_conflict_ways: float = Field(description="the bank model's verdict on the consumer's reads (1.0: none)")
+    wgmma: WgmmaOut | None = Field(description="wgmma operands: the matrix descriptor of every k-slice")
+    estimated_us_per_tile: float = Field(description="the walk's estimated time divided by its tiles")
+    note: str | None = Field(None, description="why a wgmma consumer gets no descriptor (TMA still loads the tile)")
+
+
 class RelayoutOut(Out):
     """A row pitch the plan needs re-allocated (options.allow_padding)."""
 
@@ -190,6 +261,7 @@ class PlanOut(Out):
     cost: CostOut = Field(description="the estimate that ranked this plan")
     proof: ProofOut = Field(description="the islpy proof")
     explain: list[str] | None = Field(None, description="options.explain: why this plan")
+    tile_load: TileLoadOut | None = Field(None, description="tile loads: the walk, the boxes and the stage layout")
 
 
 class RejectedOut(Out):

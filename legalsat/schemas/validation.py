@@ -42,16 +42,19 @@ def _did_you_mean(word: object, choices: list[str]) -> str:
 
 
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
-                            known_fields: list[str] | None = None) -> list[Diagnostic]:
+                            known_fields: list[str] | None = None, tags: tuple[str, ...] = ()) -> list[Diagnostic]:
     """One `invalid_input` (or, for text that is not JSON, `invalid_json`) Diagnostic per pydantic error (of a ValidationError, or a list of them as
     FastAPI's RequestValidationError gives), each naming its field and a fix.
 
     `hints` maps a field name to a fix that is more specific than the generic one;
-    `known_fields` lets a misspelt field name get a "did you mean" suggestion.
+    `known_fields` lets a misspelt field name get a "did you mean" suggestion; `tags`: the
+    discriminator values of tagged unions, which pydantic puts in a path and a field is not
+    named by.
     """
     out = []
     for e in (err.errors(include_url=False) if isinstance(err, ValidationError) else err):
-        loc = tuple(p for p in e.get("loc", ()) if not (isinstance(p, str) and p.startswith("function-")))
+        loc = tuple(p for p in e.get("loc", ()) if not (isinstance(p, str) and (p.startswith("function-")
+                                                                                    or p in tags)))
         path = field_path(loc) or None
         etype = e.get("type", "value_error")
         msg = e.get("msg", "invalid value")

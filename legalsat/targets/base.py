@@ -50,8 +50,11 @@ class CostFacts:
     way of the best staged tile; `scatter` for a copy that touches one side
     element by element. `row_overhead_bytes`: a random row costs as if it were this much
     longer (latency and partial sectors). `sort_bytes_per_slot`: what sorting one slot of a
-    grouped (MoE) gather by its group costs a direct plan. `source` says where the numbers
-    come from ("analytic", or the calibration run that fitted them).
+    grouped (MoE) gather by its group costs a direct plan. `tma_latency_ns`: one TMA load's
+    round trip (what bounds a tile walk whose SMs hold few tiles). `tile_walk_ns`: the fixed
+    time of a tile walk (launch, pipeline fill, tail); `tile_tma`: permille of the copy
+    bandwidth that a TMA tile walk reads at (it writes nothing back). `source` says where the
+    numbers come from ("analytic", or the calibration run that fitted them).
     """
 
     source: str
@@ -68,6 +71,9 @@ class CostFacts:
     row_overhead_bytes: int = 384
     sort_bytes_per_slot: int = 64
     way_penalty: int = 250
+    tma_latency_ns: int = 1000
+    tile_walk_ns: int = 5000
+    tile_tma: int = 750
 
 
 class CostFact(IntEnum):
@@ -96,3 +102,4 @@ class Target:
     banks: BankFacts
     smem_per_block_bytes: int
     cost: CostFacts = CostFacts(source="analytic")
+    sm_count: int = 132  # streaming multiprocessors (the persistent kernels' width)

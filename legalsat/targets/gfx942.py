@@ -8,6 +8,7 @@ GFX942 = Target(
     tma=None,
     banks=BankFacts(banks=32, bank_bytes=4, lanes=64),
     smem_per_block_bytes=65536,
+    sm_count=304,
     # analytic: HBM3 copy assumed ~4 TB/s until measured
     cost=CostFacts(source="analytic", copy_bandwidth_gbps=4000),
 )

@@ -17,7 +17,9 @@ class DType:
 
     Invariants: `storage_bits` is the footprint of one element in memory including the gaps
     of packed formats (16U4_ALIGN16B stores 16 four-bit values in 16 bytes, so 8 bits each);
-    `value_bits` is the information content; `cu_tensor_map` is the driver's enum value.
+    `value_bits` is the information content; `cu_tensor_map` is the driver's enum value;
+    `moves_as` names the driver type a TMA descriptor moves it as (None: itself; element types
+    the driver has no enum for, such as fp8 and int8, move as unsigned words of their width).
     """
 
     name: str
@@ -26,6 +28,12 @@ class DType:
     is_float: bool
     packed: bool
     cu_tensor_map: int
+    moves_as: str | None = None
+
+    @property
+    def tma_name(self) -> str:
+        """The `cuTensorMapEncodeTiled` data type of a descriptor over this element type."""
+        return self.moves_as or self.name
 
     @property
     def size_bytes(self) -> Fraction:
@@ -57,8 +65,19 @@ _TABLE = (
     DType("16u6_align16b", 6, 8, False, True, 15),
 )
 
-DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
+# Element types a movement may name beyond the driver's: the planner moves them as bytes or
+# words (bit copies), and a descriptor over them uses `moves_as`.
+_MOVED_AS_WORDS = (
+    DType("int8", 8, 8, False, False, 0, "uint8"),
+    DType("bool", 8, 8, False, False, 0, "uint8"),
+    DType("float8_e4m3fn", 8, 8, True, False, 0, "uint8"),
+    DType("float8_e5m2", 8, 8, True, False, 0, "uint8"),
+    DType("int16", 16, 16, False, False, 1, "uint16"),
+)
+
+DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}  # the driver's data types (descriptors)
 DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in _TABLE)
+ELEMENT_TYPES: dict[str, DType] = {**DTYPES, **{d.name: d for d in _MOVED_AS_WORDS}}  # what views may hold
 
 
 def dtype(name: str) -> DType:

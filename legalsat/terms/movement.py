@@ -6,7 +6,10 @@ a frozen dataclass with tuple fields, so terms hash, compare and cross process b
 
 Element maps (what a plan must reproduce exactly):
 - Copy:      dst[i] = src[i] for every logical index i of the common shape.
-- LoadTile:  each `tile`-shaped block of src lands, row-major, in one shared-memory stage.
+- LoadTile:  the tile walks the whole source: for every tile position T (ceil(shape / tile)
+             per dim, edge tiles included), element i of the tile holds src[T*tile + i] when
+             that index is inside the tensor and zero (TMA's fill) otherwise; the plan states
+             where in its shared-memory stage each element lands.
 - Gather:    out[j, ...] = src[index[j], ...] along `axis`; with `page_size` p the index picks
              pages: out[j*p + t, ...] = src[index[j]*p + t, ...]. `out` is contiguous.
 """
@@ -17,10 +20,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from math import prod
 
+import numpy as np
+
 from legalsat.terms.dtypes import DType
-from legalsat.terms.integers import span
+from legalsat.terms.integers import cdiv, span
 
 MAX_RANK = 8
+MAX_TILE_RANK = 16  # tile loads take views of any rank a tensor library uses
 MAX_BYTES = 1 << 63
 
 
@@ -36,6 +42,31 @@ class Consumer(StrEnum):
     @property
     def code(self) -> int:
         return list(Consumer).index(self)
+
+
+class Major(StrEnum):
+    """Which dim of a matrix operand is contiguous in shared memory (wgmma's terms): K-major
+    (the reduction dim) or MN-major (the row / column dim of the output)."""
+
+    K = "k"
+    MN = "mn"
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    """What reads a loaded tile. wgmma operands name their major-ness (None: the source's own,
+    derived from its strides), the instruction shape (m, n, k) and the element type the
+    tensor core reads (None: the view's); the operand is the tile read as a matrix
+    (`LoadTile.matrix`): (M, K) for wgmma_a, (K, N) for wgmma_b."""
+
+    kind: Consumer
+    major: Major | None = None
+    instruction: tuple[int, int, int] | None = None
+    element: DType | None = None
+
+    @property
+    def is_wgmma(self) -> bool:
+        return self.kind in (Consumer.WGMMA_A, Consumer.WGMMA_B)
 
 
 class Distribution(StrEnum):
@@ -105,12 +136,61 @@ class Copy:
 
 
 @dataclass(frozen=True)
+class TileMatrix:
+    """A tile seen as a rows x cols matrix: `col_dim` gives the column, `row_dims` (outermost
+    first) the row, flattened row-major; the tile's other dims stay at index 0."""
+
+    tile: tuple[int, ...]
+    row_dims: tuple[int, ...]
+    col_dim: int
+
+    @property
+    def rows(self) -> int:
+        return prod(self.tile[k] for k in self.row_dims)
+
+    @property
+    def cols(self) -> int:
+        return self.tile[self.col_dim]
+
+    def index(self, r: int, c: int) -> tuple[int, ...]:
+        """The tile index of matrix element (r, c); r and c wrap modulo the extents."""
+        out = [0] * len(self.tile)
+        out[self.col_dim] = c % self.cols
+        r %= self.rows
+        for k in reversed(self.row_dims):
+            r, out[k] = divmod(r, self.tile[k])
+        return tuple(out)
+
+    def indices(self, r: np.ndarray, c: np.ndarray) -> np.ndarray:
+        """`index` of every (r, c) pair, elementwise: shape r.shape + (rank,)."""
+        out = np.zeros((*np.shape(r), len(self.tile)), dtype=np.int64)
+        out[..., self.col_dim] = c % self.cols
+        r = r % self.rows
+        for k in reversed(self.row_dims):
+            r, out[..., k] = np.divmod(r, self.tile[k])
+        return out
+
+
+@dataclass(frozen=True)
 class LoadTile:
-    """Bring `tile`-shaped blocks of `src` into shared memory for `consumer`."""
+    """Bring every `tile`-shaped block of `src` into shared memory for `consumer`. Tile
+    extents may exceed the tensor's (the overhang reads as zero)."""
 
     src: View
     tile: tuple[int, ...]
-    consumer: Consumer
+    consumer: ConsumerSpec
+
+    def tiles(self) -> tuple[int, ...]:
+        """Tile positions per dim: ceil(shape / tile)."""
+        return tuple(cdiv(n, t) for n, t in zip(self.src.shape, self.tile))
+
+    def matrix(self) -> TileMatrix:
+        """The tile read as a matrix: its last dim with extent > 1 the columns, the other dims
+        flattened row-major into the rows (as a compiler reshapes a [2, 32, 64] block into a
+        64 x 64 operand)."""
+        big = [k for k, t in enumerate(self.tile) if t > 1]
+        col = big[-1] if big else len(self.tile) - 1
+        return TileMatrix(self.tile, tuple(k for k in big if k != col), col)
 
     kind = MovementKind.LOAD_TILE
 
@@ -162,10 +242,12 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def moved_elements(m: Movement) -> int:
-    """Elements a movement reads (and writes): the whole source of a copy or tile load, the
-    gathered rows of a gather."""
+    """Elements a movement writes: the whole destination of a copy, the gathered rows of a
+    gather, every tile of a tile load (overhanging edge tiles included)."""
     if isinstance(m, Gather):
         return m.index.count * m.unit * (m.src.numel // m.src.shape[m.axis])
+    if isinstance(m, LoadTile):
+        return prod(m.tiles()) * prod(m.tile)
     return m.src.numel
 
 

@@ -2,6 +2,7 @@
 
     (copy (view bfloat16 (8192 8192) (8192 1) 16) (view bfloat16 (8192 8192) (1 8192) 16))
     (load_tile (view float16 (4096 4096) (4096 1) 128) (128 64) wgmma_a)
+    (load_tile (view bfloat16 (4096 4096) (1 4096) 16) (64 128) (wgmma_b :major mn :instruction (64 128 16)))
     (gather (view bfloat16 (32000 4096) (4096 1) 16) 0 (index 8192 random))
     (gather (view bfloat16 (65536 8 128) (1024 128 1) 16) 0 (index 512 paged :page_size 16 :unique true))
 
@@ -112,6 +113,25 @@ def _index(x: Sexp) -> dict:
     return out
 
 
+def _consumer(x: Sexp):
+    if isinstance(x, str):
+        return x
+    if not (isinstance(x, list) and x and isinstance(x[0], str) and len(x) % 2 == 1):
+        raise _err(f"a tile's consumer must be a name or (NAME [:major k|mn] [:instruction (M N K)] "
+                   f"[:element DTYPE]), got {show(x)}", "write e.g. wgmma_a or (wgmma_a :major k)")
+    out: dict = {"kind": x[0]}
+    for k, v in zip(x[1::2], x[2::2]):
+        if k == ":major":
+            out["major"] = str(v)
+        elif k == ":instruction":
+            out["instruction"] = _ints(v, "instruction")
+        elif k == ":element":
+            out["element"] = str(v)
+        else:
+            raise _err(f"unknown consumer option {k!r}", "use :major, :instruction or :element")
+    return out
+
+
 def op_from_sexp(text: str) -> dict:
     """A term's text -> the JSON form of its `op` (validated later by the request schema)."""
     x = parse_sexp(text)
@@ -120,7 +140,7 @@ def op_from_sexp(text: str) -> dict:
         return {"kind": "copy", "src": _view(x[1], "src"), "dst": _view(x[2], "dst")}
     if head == "load_tile" and len(x) == 4:
         return {"kind": "load_tile", "src": _view(x[1], "src"), "tile": _ints(x[2], "tile"),
-                "consumer": str(x[3])}
+                "consumer": _consumer(x[3])}
     if head == "gather" and len(x) == 4 and isinstance(x[2], int):
         return {"kind": "gather", "src": _view(x[1], "src"), "axis": x[2], "index": _index(x[3])}
     raise _err(f"unknown movement term {show(x)[:80]}",
@@ -136,7 +156,12 @@ def op_to_sexp(op: dict) -> str:
     if op["kind"] == "copy":
         return show(["copy", _view_sexp(op["src"]), _view_sexp(op["dst"])])
     if op["kind"] == "load_tile":
-        return show(["load_tile", _view_sexp(op["src"]), list(op["tile"]), op["consumer"]])
+        c = op["consumer"]
+        if isinstance(c, dict):
+            opts = [[f":{k}", list(c[k]) if k == "instruction" else c[k]] for k in ("major", "instruction", "element")
+                    if c.get(k) is not None]
+            c = [c["kind"], *(x for pair in opts for x in pair)] if opts else c["kind"]
+        return show(["load_tile", _view_sexp(op["src"]), list(op["tile"]), c])
     ix = op["index"]
     idx: list = ["index", ix["count"], ix.get("distribution", "random")]
     if ix.get("page_size") is not None:

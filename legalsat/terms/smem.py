@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from math import prod
+
+import numpy as np
 
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import DType
@@ -73,3 +76,62 @@ class TileAccess:
     pattern: WarpPattern
     vector: int
     op: MemOp = MemOp.LOAD
+
+
+@dataclass(frozen=True)
+class LayoutDim:
+    """One dim of a shared-memory stage, as a TMA descriptor dim lands it: `box` elements per
+    box at `stride` elements apart, `boxes` boxes at `box_stride` elements apart. `parts` maps
+    tile dims onto it: a tile index i lands at position p = sum(i[k] * mult for k, mult)
+    (several tile dims share a stage dim when the walk coalesced them)."""
+
+    parts: tuple[tuple[int, int], ...]
+    box: int
+    boxes: int
+    stride: int
+    box_stride: int
+
+    @property
+    def extent(self) -> int:
+        return self.box * self.boxes
+
+
+@dataclass(frozen=True)
+class StageLayout:
+    """Where each element of a tile lands in its shared-memory stage (a 1024-byte-aligned
+    buffer): `dims` innermost first, in elements of `element_bytes`; the swizzle permutes 16-byte
+    chunks of the resulting byte offsets as TMA writes them. Tile dims in no dim's `parts` have
+    stride 0 (broadcast dims, and dims the tile does not span)."""
+
+    dims: tuple[LayoutDim, ...]
+    element_bytes: int
+    swizzle: Swizzle = Swizzle.NONE
+
+    def offset(self, index: tuple[int, ...]) -> int:
+        """Byte offset of tile element `index` (outermost first) before the swizzle."""
+        out = 0
+        for d in self.dims:
+            p = sum(index[k] * mult for k, mult in d.parts)
+            out += (p % d.box) * d.stride + (p // d.box) * d.box_stride
+        return out * self.element_bytes
+
+    def offsets(self, index: np.ndarray) -> np.ndarray:
+        """`offset` of every tile index in `index` (shape [..., rank]), elementwise."""
+        out = np.zeros(index.shape[:-1], dtype=np.int64)
+        for d in self.dims:
+            p = sum(index[..., k] * mult for k, mult in d.parts)
+            out += (p % d.box) * d.stride + (p // d.box) * d.box_stride
+        return out * self.element_bytes
+
+    def address(self, index: tuple[int, ...]) -> int:
+        """Byte address of tile element `index` in the stage, swizzled as TMA writes it."""
+        off = self.offset(index)
+        span = self.swizzle.span_bytes
+        if not span:
+            return off
+        return off ^ (((off >> 7) & (span // 16 - 1)) << 4)
+
+    @property
+    def bytes(self) -> int:
+        """Bytes of the stage: the boxes fill it densely."""
+        return prod(d.extent for d in self.dims) * self.element_bytes

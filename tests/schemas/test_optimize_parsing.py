@@ -80,3 +80,39 @@ def test_term_and_json_give_one_term():
     a = parse_request({"term": "(copy (view bfloat16 (64 64) (64 1) 16) (view bfloat16 (64 64) (1 64) 16))"})
     b = parse_request(copy(dst={**V, "strides": [1, 64]}))
     assert a.movement == b.movement and a.term_text == b.term_text
+
+
+def tile(consumer="rows", tile=(64, 64), **src):
+    return {"op": {"kind": "load_tile", "src": {**V, **src}, "tile": list(tile), "consumer": consumer}}
+
+
+@pytest.mark.parametrize("req, field", [
+    (tile(tile=(64, 0)), "op.tile[1]"),
+    (tile(tile=(1 << 13, 1 << 12)), "op.tile"),
+    (tile({"kind": "rows", "major": "k"}), "op.consumer"),
+    (tile({"kind": "wgmma_a", "element": "float8_e4m3fn"}), "op.consumer.element"),
+    (tile({"kind": "wgmma_a", "element": "float9"}), "op.consumer.element"),
+    (tile({"kind": "wgmma_b", "instruction": [64, 100, 16]}), "op.consumer.instruction"),
+    (tile({"kind": "wgmma_b", "major": "row"}), "op.consumer.major"),
+    (tile(shape=[2] * 17, strides=[1] * 17, tile=[1] * 17), "op.src.shape"),
+])
+def test_invalid_tile_loads_name_their_field(req, field):
+    with pytest.raises(InputError) as e:
+        parse_request(req)
+    assert e.value.headline.field == field, e.value.headline
+    assert e.value.headline.fix
+
+
+def test_tile_loads_take_what_compilers_send():
+    # tiles over the tensor, 12 dims with unit and broadcast ones, fp8 read as e4m3 by wgmma
+    shape = [2, 1, 3, 1, 2, 2, 1, 2, 2, 1, 40, 64]
+    strides = [0, 1, 40960, 1, 20480, 10240, 1, 5120, 2560, 1, 64, 1]
+    ok = parse_request(tile(tile=[1] * 10 + [64, 128], shape=shape, strides=strides, dtype="int16"))
+    assert ok.movement.tile[-2:] == (64, 128) and len(ok.movement.src.shape) == 12
+    fp8 = parse_request(tile({"kind": "wgmma_a", "major": "k", "instruction": [64, 128, 32],
+                              "element": "float8_e4m3fn"}, dtype="uint8"))
+    assert fp8.movement.consumer.element.name == "float8_e4m3fn"
+    for dt in ("float8_e4m3fn", "float8_e5m2", "int8", "bool", "int16"):
+        assert parse_request(tile(dtype=dt)).movement.src.dtype.name == dt
+    # the consumer's old spelling stays valid
+    assert parse_request(tile("wgmma_b")).movement.consumer.kind.value == "wgmma_b"

@@ -29,7 +29,29 @@ ANALYSIS = """
 (rule ((= m (Shift p q a)) (= x (Bytes a))) ((set (Bytes m) x)) :ruleset analysis :name "shift-bytes")
 (rule ((= m (Shift p q a)) (= w (Width a))) ((set (Width m) w)) :ruleset analysis :name "shift-width")
 (rule ((= m (Gath c k s)) (= x (Bytes s))) ((set (Bytes m) (* c x))) :ruleset analysis :name "gather-bytes")
-(rule ((= m (Tile k s)) (= x (Bytes s))) ((set (Bytes m) x)) :ruleset analysis :name "tile-bytes")
+; tile walks: sizes, rank, the innermost contiguous extent, stride divisibility, broadcast dims
+(rule ((= x (TNil))) ((set (TElems x) 1) (set (TTiles x) 1) (set (TRank x) 0) (set (TBig x) 0) (set (TBcast x) 0)
+                      (TOuterDiv x 1) (TOuterDiv x 2) (TOuterDiv x 4) (TOuterDiv x 8) (TOuterDiv x 16))
+      :ruleset analysis :name "tnil-facts")
+(rule ((= x (TCons g n s r)) (= e (TElems r))) ((set (TElems x) (* n e))) :ruleset analysis :name "tile-elems")
+(rule ((= x (TCons g n s r)) (= t (TTiles r))) ((set (TTiles x) (* t (/ (+ g (- n 1)) n))))
+      :ruleset analysis :name "tile-count")
+(rule ((= x (TCons g n s r)) (= q (TRank r))) ((set (TRank x) (+ q 1))) :ruleset analysis :name "tile-rank")
+(rule ((= x (TCons g n s r)) (> n 1) (= q (TBig r))) ((set (TBig x) (+ q 1))) :ruleset analysis :name "tile-big")
+(rule ((= x (TCons g 1 s r)) (= q (TBig r))) ((set (TBig x) q)) :ruleset analysis :name "tile-big-unit")
+(rule ((= x (TCons g n 1 (TNil)))) ((set (TInner x) n)) :ruleset analysis :name "tile-inner")
+(rule ((= x (TCons g n s r)) (= k (TInner r))) ((set (TInner x) k)) :ruleset analysis :name "tile-inner-outer")
+(rule ((= x (TCons g n 0 r)) (> g 1)) ((set (TBcast x) 1)) :ruleset analysis :name "tile-broadcast")
+(rule ((= x (TCons g n s r)) (= b (TBcast r))) ((set (TBcast x) b)) :ruleset analysis :name "tile-broadcast-outer")
+(rule ((= x (TCons g n s r)) (= r (TCons g2 n2 s2 r2)) (TOuterDiv r k) (= 0 (% s k))) ((TOuterDiv x k))
+      :ruleset analysis :name "tile-div")
+(rule ((= x (TCons g n s (TNil))) (TOuterDiv (TNil) k)) ((TOuterDiv x k)) :ruleset analysis :name "tile-div-inner")
+(rule ((= m (Load c eb sa x)) (= e (TElems x)) (= t (TTiles x))) ((set (Bytes m) (* (* e t) eb)))
+      :ruleset analysis :name "load-bytes")
+; the widest access a pointer load of the tile's rows can make (16 bytes at most, as aligned)
+(rule ((= m (Load c eb sa x))) ((set (LoadWidth m) eb)) :ruleset analysis :name "load-width-scalar")
+(rule ((= m (Load c eb sa x)) (= n (TInner x)) (= v (* n eb)))
+      ((set (LoadWidth m) (min 16 (min sa (& v (- 0 v)))))) :ruleset analysis :name "load-width")
 ; indices that cluster: a distribution whose entries come together (ClusteredDist), or routed to expert groups
 (rule ((= m (Gath c k s)) (ClusteredDist k)) ((Clustered m)) :ruleset analysis :name "clustered-distribution")
 (rule ((= m (Gath c k s)) (Groups g)) ((Clustered m)) :ruleset analysis :name "clustered-groups")
@@ -37,6 +59,16 @@ ANALYSIS = """
 ; a transposing form: one dim contiguous in src only, another contiguous in dst only
 (rule ((= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (> n1 1) (> n2 1) (!= d1 1) (!= s2 1))
       ((Transp m) (set (Small m) (* eb (min n1 n2)))) :ruleset analysis :name "transposing")
+
+; a tile load may be TMA-legal: contiguous inner dim whose tile extent is whole 16-byte units,
+; 16-byte aligned base and strides, no broadcast dim, rank <= 5, or dims beyond 5 the tile
+; does not span (folded into one descriptor dim, as CuTe does)
+(rule ((= m (Load c eb sa x)) (= n (TInner x)) (= 0 (% (* n eb) 16)) (= 0 (% sa 16)) (TOuterDiv x k)
+       (= 16 (* k eb)) (= 0 (TBcast x)) (= q (TRank x)) (<= q 5))
+      ((TmaOk m)) :ruleset analysis :name "tma-ok-tile")
+(rule ((= m (Load c eb sa x)) (= n (TInner x)) (= 0 (% (* n eb) 16)) (= 0 (% sa 16)) (TOuterDiv x k)
+       (= 16 (* k eb)) (= 0 (TBcast x)) (= q (TRank x)) (> q 5) (= b (TBig x)) (<= b 4))
+      ((TmaOk m)) :ruleset analysis :name "tma-ok-tile-folded")
 
 ; TMA may be legal: contiguous inner dim(s), 16-byte aligned bases and strides, rank <= 5,
 ; inner extents of at least 16 bytes (the driver's rules are checked again on the result)

@@ -33,6 +33,21 @@ LAYOUT = """
       ((let c (- n (% n w)))
        (union m (Pieces (Copy eb sa da (DCons c 1 1 r))
                         (Shift (* c eb) (* c eb) (Copy eb 16 16 (DCons (% n w) 1 1 r)))))) :ruleset layout :name "ragged")
+
+; ---- tile walks (dims sorted by src stride, outermost first, when the request is built) ----
+; coalesce: a dim the tile covers whole, continued by the next outer dim, merges with it
+(rule ((= x (TCons g1 n1 s1 (TCons g2 n2 s2 r))) (= n2 g2) (= s1 (* g2 s2)))
+      ((union x (TCons (* g1 g2) (* n1 n2) s2 r))) :ruleset layout :name "tile-coalesce")
+; a dim of extent 1 the tile does not overhang enumerates one offset: drop it
+(rewrite (TCons 1 1 s r) r :ruleset layout :name "tile-drop-unit")
+; broadcast dims (stride 0) hold one value: a separate movement loads it once (its smem stride is 0)
+(rewrite (Unbcast (TNil)) (TNil) :ruleset layout :name "unbcast-nil")
+(rule ((= u (Unbcast (TCons g n 0 r))) (> g 1)) ((union u (Unbcast r))) :ruleset layout :name "unbcast-drop")
+(rule ((= u (Unbcast (TCons g n s r))) (!= s 0)) ((union u (TCons g n s (Unbcast r)))) :ruleset layout
+      :name "unbcast-keep")
+(rule ((= u (Unbcast (TCons 1 n 0 r)))) ((union u (TCons 1 n 0 (Unbcast r)))) :ruleset layout :name "unbcast-unit")
+(rule ((= p (Lower m)) (= m (Load c eb sa x)) (= 1 (TBcast x)))
+      ((let m2 (Load c eb sa (Unbcast x))) (Lower m2) (BcastOf m m2)) :ruleset layout :name "unbroadcast")
 """
 
 def _pad_rule(side: str) -> str:

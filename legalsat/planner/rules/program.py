@@ -14,7 +14,7 @@ from legalsat.planner.rules.language import LANGUAGE
 from legalsat.planner.rules.layout import LAYOUT, PADDING
 from legalsat.planner.rules.strategies import STRATEGIES
 from legalsat.targets import CostFact, Target
-from legalsat.terms.integers import gcd_all, lowbit
+from legalsat.terms.integers import lowbit
 from legalsat.terms.movement import Copy, Distribution, Gather, LoadTile, Movement, contiguous_strides
 from legalsat.terms.strategy import Strategy
 
@@ -69,11 +69,28 @@ def root_term(m: Movement) -> str:
         da = min(16, lowbit(m.unit * out_strides[m.axis] * eb))
         return f"(Gath {m.index.count} {m.index.distribution.code} (Copy {eb} {sa} {da} {dims_term(dims)}))"
     assert isinstance(m, LoadTile)
-    tile_strides = contiguous_strides(m.tile)
-    dims = zip(m.tile, m.src.strides, tile_strides)
-    step = gcd_all(t * s * eb for t, s, n in zip(m.tile, m.src.strides, m.src.shape) if t < n)
-    sa = min(m.src.base_align, lowbit(step))
-    return f"(Tile {m.consumer.code} (Copy {eb} {sa} 1024 {dims_term(dims)}))"
+    return f"(Load {m.consumer.kind.code} {eb} {m.src.base_align} {tile_dims_term(m, tile_walk_order(m))})"
+
+
+def tile_walk_order(m: LoadTile) -> list[int]:
+    """The request's dims in the order a tile walk's term lists them: the request's own order
+    (so the stage keeps the tile's row-major order, the order a compiler reshapes it in), with
+    the contiguous dim (the smallest nonzero stride of a dim the tensor spans; the last of
+    equals) moved last, where TMA's innermost box dim must be; broadcast dims (stride 0) go
+    last of all, where Unbcast takes them out."""
+    shape, strides = m.src.shape, m.src.strides
+    bcast = [k for k in range(m.src.rank) if strides[k] == 0 and shape[k] > 1]
+    live = [k for k in range(m.src.rank) if k not in bcast]
+    spanned = [k for k in live if shape[k] > 1]
+    inner = min(reversed(spanned), key=lambda k: strides[k]) if spanned else None
+    return [k for k in live if k != inner] + ([inner] if inner is not None else []) + bcast
+
+
+def tile_dims_term(m: LoadTile, order: list[int]) -> str:
+    out = "(TNil)"
+    for k in reversed(order):
+        out = f"(TCons {m.src.shape[k]} {m.tile[k]} {m.src.strides[k]} {out})"
+    return out
 
 
 def request_program(m: Movement, allow_padding: bool) -> str:
@@ -81,5 +98,7 @@ def request_program(m: Movement, allow_padding: bool) -> str:
     lines = ["(AllowPad)"] if allow_padding else []
     if isinstance(m, Gather) and m.index.groups:
         lines.append(f"(Groups {m.index.groups})")
+    if isinstance(m, LoadTile):
+        lines.append(f"(LoadEb {m.src.esize})")
     lines += [f"(let $root {root_term(m)})", "(Lower $root)"]
     return "\n".join(lines)

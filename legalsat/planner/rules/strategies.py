@@ -87,15 +87,21 @@ STRATEGIES = """
 (rule ((PadS m m2 s s2) (Has c m2)) ((Has c m) (union (Cand c m) (PadSrc s s2 (Cand c m2)))) :ruleset strategy
       :name "padded-src")
 
-; ---- tile loads into shared memory ----
-(rule ((= p (Lower m)) (= m (Tile k s)) (TmaOk s) (= b (Bytes s)) (= e (Eff {eff_tma})))
-      ((union (Cand {tma} m) (Tma m)) (Has {tma} m) (set (cost_table_Tma m) (/ (* b 2000000) (* {bandwidth} e))))
-      :ruleset strategy :name "tile-tma")
-(rule ((= p (Lower m)) (= m (Tile k s)) (= b (Bytes s)) (= w (Width s)) (= e (EffWidth w)))
+; ---- tile loads into shared memory: every tile of the walk read once (bytes are the tiles') ----
+; a walk's dims cost the boxes they need (at most 256 elements, an inner row at most one
+; 128-byte swizzle span): coalescing is extracted where it saves boxes, not where it adds them
+(rule ((= x (TCons g n s r))) ((set (cost_table_TCons g n s r) (+ 1 (/ (+ n 255) 256)))) :ruleset strategy
+      :name "tile-dim-boxes")
+(rule ((= x (TCons g n 1 (TNil))) (LoadEb eb)) ((set (cost_table_TCons g n 1 (TNil)) (+ 1 (/ (+ (* n eb) 127) 128))))
+      :ruleset strategy :name "tile-inner-boxes")
+(rule ((= p (Lower m)) (= m (Load c eb sa x)) (TmaOk m) (= b (Bytes m)) (= e (Eff {eff_tma})))
+      ((union (Cand {tma} m) (Tma m)) (Has {tma} m)
+       (set (cost_table_Tma m) (+ {launch_ps} (/ (* b 1000000) (* {bandwidth} e))))) :ruleset strategy :name "tile-tma")
+; a pointer load moves each byte through registers on its way to shared memory: twice the traffic
+(rule ((= p (Lower m)) (= m (Load c eb sa x)) (= b (Bytes m)) (= w (LoadWidth m)) (= e (EffWidth w)))
       ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
-       (set (cost_table_Direct m) (+ 1000 (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "tile-direct")
-(rule ((= p (Lower m)) (= m (Tile k s)) (Transp s) (= b (Bytes s)) (= e (Eff {eff_scatter})))
-      ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
-       (set (cost_table_Direct m) (+ 1000 (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy
-      :name "tile-direct-elementwise")
+       (set (cost_table_Direct m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy
+      :name "tile-direct")
+(rule ((BcastOf m m2) (Has c m2)) ((Has c m) (union (Cand c m) (Bcast (Cand c m2)))) :ruleset strategy
+      :name "broadcast")
 """

@@ -1,0 +1,76 @@
+"""The wgmma matrix descriptor: the fields read off a stage layout are CuTe's canonical ones,
+they address every element, and layouts no descriptor addresses are refused."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import legalsat
+from legalsat.analyses.wgmma import K_BITS, canonical_offset, operand_fields
+from legalsat.terms.descriptor import Swizzle
+from legalsat.terms.movement import Major
+
+SWIZZLES = (Swizzle.NONE, Swizzle.B32, Swizzle.B64, Swizzle.B128)
+
+
+def wgmma_fields(dtype: str, shape, strides, tile, kind: str) -> dict:
+    out = legalsat.optimize({"op": {"kind": "load_tile", "tile": tile, "consumer": kind,
+                                    "src": {"dtype": dtype, "shape": shape, "strides": strides}}})
+    return out["plans"][0]["tile_load"]
+
+
+def test_k_major_128b_operand_has_cutes_fields():
+    # CuTe's K-major SW128 atom: 8 rows of 128 bytes, SBO = 1024 bytes between 8-row groups
+    tl = wgmma_fields("bfloat16", [4096, 4096], [4096, 1], [128, 64], "wgmma_a")
+    wg = tl["wgmma"]
+    assert (wg["major"], wg["layout_type"], wg["sbo_bytes"]) == ("k", 1, 1024)
+    # four k-slices of 16 elements, 32 bytes apart inside the swizzle atom
+    assert [s["start_offset_bytes"] for s in wg["k_slices"]] == [0, 32, 64, 96]
+    assert wg["mn_block_bytes"] == 64 * 128  # the next 64 rows of M
+
+
+def test_mn_major_b_operand_strides_its_chunks_by_the_tile_rows():
+    tl = wgmma_fields("float16", [4096, 4096], [4096, 1], [64, 256], "wgmma_b")
+    wg = tl["wgmma"]
+    assert wg["major"] == "mn" and wg["layout_type"] == 1
+    assert wg["lbo_bytes"] == 64 * 128  # the next 64-column chunk: 64 K rows of 128 bytes on
+    assert wg["sbo_bytes"] == 1024  # the next 8 K rows
+
+
+def test_8_bit_and_tf32_operands_are_k_major_only():
+    tl = wgmma_fields("int8", [1024, 1024], [1024, 1], [128, 128], "wgmma_b")
+    assert tl["wgmma"] is None and "K-major only" in tl["note"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from([1, 2, 4]), st.sampled_from(SWIZZLES), st.sampled_from(list(Major)),
+       st.integers(1, 8), st.integers(1, 3), st.integers(1, 4))
+def test_fields_of_a_canonical_layout_are_recovered(eb, swizzle, major, groups, lbo_units, sbo_units):
+    """Lay a slice out exactly as a descriptor (LBO, SBO) would address it; the fields read
+    back are those, and moving one element breaks the match."""
+    if major is Major.MN and eb != 2:
+        return
+    t, w = 16 // eb, swizzle.span_bytes // 16
+    mn_extent, k_width = 8 * groups, K_BITS // (8 * eb)
+    # strides large enough not to overlap the atom they step over
+    atom = 8 * 16 * max(w, 1)
+    lbo, sbo = lbo_units * atom * 4, sbo_units * atom
+    if major is Major.K and w:
+        lbo = 16
+    if major is Major.K and not w:
+        sbo, lbo = 128, lbo_units * 128 * groups
+    if major is Major.MN and w and mn_extent <= t * w:
+        lbo = 16
+    if major is Major.MN and not w:
+        sbo = 128 * 2 if mn_extent > t else 0
+        lbo = 256 * groups * 2
+    mn, k = np.meshgrid(np.arange(mn_extent), np.arange(k_width), indexing="ij")
+    rel = canonical_offset(major, swizzle, eb, lbo, sbo, mn, k)
+    f = operand_fields(rel, major, swizzle, eb)
+    assert f is not None
+    assert np.array_equal(canonical_offset(major, swizzle, eb, f.lbo_bytes, f.sbo_bytes, mn, k), rel)
+    moved = rel.copy()
+    moved[-1, -1] += 16 * 1024
+    assert operand_fields(moved, major, swizzle, eb) is None
