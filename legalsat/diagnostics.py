@@ -28,6 +28,7 @@ class Category(StrEnum):
     PLANNING = "planning"    # why a strategy has no plan for a request
     PROTOCOL = "protocol"    # a hazard of an asynchronous copy protocol
     INTERNAL = "internal"    # a bug in legalsat (HTTP 500)
+    WARNING = "warning"      # the input is valid but likely not what was meant (answered, and said so)
 
 
 class Code(Enum):
@@ -38,6 +39,9 @@ class Code(Enum):
                     "send one well-formed JSON value (one object per line for JSON Lines)")
     INVALID_INPUT = ("invalid_input", Category.INPUT, "a field has an invalid value",
                      "correct the field named in `field`")
+    STRIDES_IN_BYTES = ("strides_in_bytes", Category.WARNING, "a view's strides look like byte counts",
+                        "give strides in elements (divide each by the element size); if they are "
+                        "elements, ignore this warning")
     INVALID_TERM = ("invalid_term", Category.INPUT, "the movement term cannot be read",
                     'write the term as e.g. "(copy (view bfloat16 (64 64) (64 1) 16) (view ...))"')
     UNKNOWN_TARGET = ("unknown_target", Category.INPUT, "the target is not one legalsat knows",
@@ -55,6 +59,16 @@ class Code(Enum):
     DOES_NOT_FIT = ("does_not_fit", Category.INPUT, "the pipeline's stages do not fit the shared-memory "
                     "budget", "use fewer stages, smaller boxes, or a larger smem_bytes")
     # --- limits --------------------------------------------------------------------------------
+    HEADERS_TOO_LARGE = ("headers_too_large", Category.LIMIT, "the request line and headers are over the limit",
+                         "send smaller headers, or raise LEGALSAT_MAX_HEADER_BYTES on the server")
+    BAD_HOST = ("bad_host", Category.SERVICE, "the request's Host is not one this service answers",
+                "address the service by a host name in LEGALSAT_ALLOWED_HOSTS")
+    UNSUPPORTED_MEDIA_TYPE = ("unsupported_media_type", Category.INPUT, "the body is not declared as JSON",
+                              "send the body with Content-Type: application/json")
+    BODY_TIMEOUT = ("body_timeout", Category.LIMIT, "the request body did not arrive in time",
+                    "send the whole body at once")
+    CLIENT_DISCONNECTED = ("client_disconnected", Category.SERVICE, "the client closed the connection before "
+                           "its request arrived", "nothing to do: the request was not answered")
     TOO_LARGE = ("too_large", Category.LIMIT, "the request is over the size limit",
                  "send a smaller request (split a batch), or raise LEGALSAT_MAX_BODY_BYTES")
     DEADLINE_EXCEEDED = ("deadline_exceeded", Category.LIMIT, "no answer within the request's deadline",
@@ -172,6 +186,14 @@ class Code(Enum):
                  "for this shape", "nothing to change: the other plans of the response move this request")
     RELAYOUT = ("relayout", Category.INTERNAL, "a plan's padding does not match a request dim",
                 "report this request to the legalsat maintainers")
+    MEMORY_LIMIT = ("memory_limit", Category.LIMIT, "the request needs more memory than a planning worker has "
+                    "(LEGALSAT_WORKER_MEMORY_MB)", "lower options.node_limit, or raise LEGALSAT_WORKER_MEMORY_MB")
+    SOLVER_TIMEOUT = ("solver_timeout", Category.LIMIT, "z3 found no field values within the request's time "
+                      "budget", "raise options.timeout_ms (the solver gets what saturation left of it)")
+    PROOF_BUDGET = ("proof_budget", Category.LIMIT, "islpy did not finish the plan's proof within the request's "
+                    "time budget (a plan is returned only proven)", "raise options.timeout_ms")
+    PLANNING_DEADLINE = ("planning_deadline", Category.LIMIT, "the request's time budget was spent before this "
+                         "candidate was solved", "raise options.timeout_ms, or lower options.max_plans")
     PROOF = ("proof", Category.INTERNAL, "the plan's element map is not the request's",
              "report this request to the legalsat maintainers: it is a planner bug")
 
@@ -283,8 +305,11 @@ class InputError(ValueError):
 
 
 def internal_error(e: BaseException) -> Diagnostic:
-    """What a bug in legalsat (not in the input) answers: the exception, and whom to tell."""
-    return Code.INTERNAL.at(f"{type(e).__name__}: {e}")
+    """What a bug in legalsat (not in the input) answers: the kind of exception and the first
+    words of its message (never the planner's internals at length: the traceback goes to the
+    log), and whom to tell."""
+    text = str(e).splitlines()[0] if str(e) else ""
+    return Code.INTERNAL.at(f"{type(e).__name__}: {text[:120]}" if text else type(e).__name__)
 
 
 def catalogue() -> list[dict]:

@@ -18,58 +18,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-POINTER = {1: "*i8", 2: "*i16", 4: "*i32", 8: "*i64"}
-SCALAR = {"int32": "*i32", "int64": "*i64"}
-# the element a tile probe's wgmma reads, as Triton's signatures name it
-WGMMA_SIG = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float32_ftz": "fp32", "tfloat32": "fp32",
-             "tfloat32_ftz": "fp32", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "i8"}
-
-
-def signature(em, ln, gluon_layouts: bool) -> dict:
-    """Triton signature strings of a launch's arguments, by the names the kernel gives them."""
-    import inspect
-
-    from legalsat.clients.triton import load_module
-
-    fn = getattr(load_module(em.source), ln.kernel)
-    names = list(inspect.signature(fn.fn).parameters)
-    sig, constexprs = {}, {}
-    tile = em.tile
-    for name, arg in zip(names, ln.args):
-        if arg == "out" and tile is not None and tile.element != "words":
-            sig[name] = "*fp32" if tile.element == "float32" else "*i32"
-        elif arg in ("src", "dst", "out"):
-            sig[name] = POINTER[ln.word]
-        elif arg in ("index", "group"):
-            sig[name] = "*i64"
-        elif arg == "dump":
-            sig[name] = "*i32"
-        elif arg.startswith("const:"):
-            sig[name], constexprs[name] = "constexpr", 0
-        elif arg.startswith("buf:"):
-            sig[name] = SCALAR[em.buffers[arg[4:]][0]]
-        else:
-            spec = em.descriptors[arg[5:]]
-            elem = WGMMA_SIG[tile.wgmma_input] if tile is not None and tile.wgmma_input else f"i{8 * ln.word}"
-            ty = f"{elem}{list(spec.block)}"
-            if gluon_layouts:
-                from triton.experimental.gluon import language as gl
-
-                lay = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle, element_bitwidth=8 * ln.word,
-                                           rank=len(spec.block))
-                ty += f",{lay}"
-            sig[name] = f"tensordesc<{ty}>"
-    return sig, fn, constexprs
-
-
 def main(paths: list[Path], gemm: bool = False) -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         sys.exit("compile_kernels: unset TRITON_INTERPRET (the interpreter compiles nothing)")
-    import triton
     from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
-    from triton.experimental.gluon._runtime import GluonASTSource
 
+    from legalsat.clients.resources import compile_launch
     from legalsat.diagnostics import InputError
     from legalsat.kernels import emit
 
@@ -88,10 +42,9 @@ def main(paths: list[Path], gemm: bool = False) -> int:
                         total += 1
                         t = time.perf_counter()
                         try:
-                            sig, fn, cx = signature(em, ln, em.variant == "gluon")
-                            src = (GluonASTSource if em.variant == "gluon" else ASTSource)(fn, sig, constexprs=cx)
-                            k = triton.compile(src, target=target, options={"num_warps": ln.num_warps})
-                            status = f"ok {len(k.asm['cubin'])} B cubin, {k.metadata.shared} B smem"
+                            k = compile_launch(em, ln, target.arch)
+                            status = (f"ok {k.cubin_bytes} B cubin, {k.shared_bytes} B smem, {k.registers} registers, "
+                                      f"{k.spill_bytes} B spilled")
                         except Exception as e:  # reported per kernel; the exit code says it
                             failed += 1
                             status = f"FAILED {type(e).__name__}: {str(e)[:300]}"

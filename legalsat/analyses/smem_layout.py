@@ -118,6 +118,12 @@ def reduce_tile_access(x: TileAccess, target: Target) -> list[SharedAccess]:
     def at(row: int, vcol: int) -> int:
         return swizzle_offset(row * t.row_pitch_bytes + vcol * width, t.swizzle)
 
+    # the count first, from the shape: enumerating a tile past the limit is what the limit avoids
+    planned = t.rows * vec_per_row if x.pattern in (WarpPattern.ROWS, WarpPattern.COLS) else \
+        cdiv(t.rows, 16) * cdiv(t.cols * ebytes, 32) * 32
+    if cdiv(planned, lanes) > MAX_INSTRUCTIONS:
+        raise _problem(f"walking this tile takes {cdiv(planned, lanes)} warp instructions; the limit is "
+                       f"{MAX_INSTRUCTIONS}", "analyze a smaller tile (the pattern repeats)", "tile")
     units: list[int]
     if x.pattern is WarpPattern.ROWS:
         units = [at(r, c) for r in range(t.rows) for c in range(vec_per_row)]

@@ -14,7 +14,9 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
+import time
 from collections.abc import Callable
 
 from legalsat.diagnostics import Code, InputError, internal_error
@@ -104,9 +106,37 @@ def _plan_handler(target_name: str) -> Callable[[bytes], bytes]:
 
 
 def _plan_error(err: InputError) -> bytes:
+    """A batch line's error object: its request_id (when the line is an object that names one)
+    and its line number."""
     from legalsat.schemas.service import error_item
 
-    return compact_json(error_item(err))
+    rid = None
+    try:
+        obj = json.loads(getattr(err, "text", b"") or b"null")
+        if isinstance(obj, dict) and isinstance(obj.get("request_id"), str):
+            rid = obj["request_id"][:256]
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        pass
+    return compact_json(error_item(err, rid, getattr(err, "line", None)))
+
+
+_ERROR_LINE = re.compile(rb'^\{"request_id":(?:null|"(?:[^"\\]|\\.)*"),"status":"error"')
+
+
+class _BatchOutput:
+    """The batch's output stream, counting the lines it writes and the error lines among them."""
+
+    def __init__(self, raw):
+        self.raw, self.lines, self.errors = raw, 0, 0
+
+    def write(self, data: bytes) -> int:
+        for line in data.splitlines():
+            self.lines += 1
+            self.errors += bool(_ERROR_LINE.match(line))
+        return self.raw.write(data)
+
+    def flush(self) -> None:
+        self.raw.flush()
 
 
 # command -> (per-line handler factory (cached per process), shaper of input errors)
@@ -186,6 +216,9 @@ def _codes(args: argparse.Namespace) -> int:
     return 0
 
 
+BATCH_LINES_FAILED = 4  # `legalsat batch` answered every line, and some with an error object
+
+
 def _batch(args: argparse.Namespace) -> int:
     """Plan a JSON Lines file: the streaming machinery of the other commands, with chunks
     of one request (planning is ~10-300 ms a line) and workers even for a pipe."""
@@ -193,12 +226,19 @@ def _batch(args: argparse.Namespace) -> int:
 
     settings = get_settings(workers=args.jobs)
     total = 0
+    start = time.monotonic()
+    bar = not args.quiet and sys.stderr.isatty()  # frames only on a terminal
 
     def progress(done: int) -> None:
-        bar = "#" * (30 * done // total) if total else ""  # stdin: length unknown
-        print(f"\rlegalsat batch [{bar:<30}] {done}/{total or '?'}", end="", file=sys.stderr)
+        elapsed = time.monotonic() - start
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = f"{(total - done) / rate:.0f} s left" if total and rate else ""
+        filled = "#" * (30 * done // total) if total else ""  # stdin: length unknown
+        print(f"\rlegalsat batch [{filled:<30}] {done}/{total or '?'} {rate:.1f}/s {eta}   ", end="",
+              file=sys.stderr, flush=True)
 
-    out = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
+    raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
+    out = _BatchOutput(raw)
     try:
         with _open_input(args.file) as f:
             if args.file != "-":
@@ -208,13 +248,17 @@ def _batch(args: argparse.Namespace) -> int:
                                                  settings.max_body_bytes),
                        lambda: _plan_handler(settings.target), _plan_error, settings.max_body_bytes,
                        settings.workers, chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False,
-                       progress=None if args.quiet else progress, start_method="forkserver")
+                       progress=progress if bar else None, start_method="forkserver")
     finally:
-        if not args.quiet:
+        if bar:
             print(file=sys.stderr)
-        if out is not sys.stdout.buffer:
-            out.close()
-    return 0
+        if raw is not sys.stdout.buffer:
+            raw.close()
+    if not args.quiet:
+        took = time.monotonic() - start
+        print(f"legalsat batch: {out.lines} lines answered, {out.errors} errors, {took:.1f} s "
+              f"({out.lines / took if took > 0 else 0:.1f} lines/s)", file=sys.stderr)
+    return BATCH_LINES_FAILED if out.errors else 0
 
 
 def _schema(args: argparse.Namespace) -> int:

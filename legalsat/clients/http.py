@@ -51,6 +51,9 @@ class ServiceError(Exception):
         self.status, self.code, self.message, self.fix, self.field = status, code, message, fix, field
         super().__init__(f"{message} (fix: {fix})" if fix else message)
 
+    def __reduce__(self):  # survives pickling (a caller's worker processes)
+        return (type(self), (self.status, self.code, self.message, self.fix, self.field))
+
 
 def _body_of(obj: object) -> bytes:
     """JSON bytes of a dict / list / pydantic model (its JSON form, unset fields left out)."""

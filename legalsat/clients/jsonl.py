@@ -37,7 +37,8 @@ def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
     """Write handle(line) for every line of `lines` to `out`; return the number of lines.
 
     Invariant: exactly one output line per input line. `handle` may raise InputError
-    (shaped by `shape_error`); any other exception is a bug and propagates.
+    (shaped by `shape_error`, which finds the line's number and text on it as `line` and
+    `text`); any other exception is a bug and propagates.
     """
     n = 0
     write = out.write
@@ -51,6 +52,7 @@ def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
                     f"line {first_line + n} has {len(line)} bytes; the limit is {max_line_bytes}")
             answer = handle(line)
         except InputError as e:
+            e.line, e.text = first_line + n, line  # where it happened, for shapers that say so
             answer = shape_error(e)
         write(answer + b"\n")
         n += 1

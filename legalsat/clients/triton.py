@@ -37,6 +37,13 @@ from legalsat.terms.sexpr import op_from_sexp
 INDEX_DTYPES = (torch.int32, torch.int64)
 # integers of each word width: data moved (or compared) as these is bit-exact whatever its dtype
 WORD_DTYPE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+# the torch dtype of each element type a request may name
+TORCH_OF = {"uint8": torch.uint8, "int8": torch.int8, "bool": torch.bool, "float8_e4m3fn": torch.float8_e4m3fn,
+            "float8_e5m2": torch.float8_e5m2, "uint16": torch.uint16, "int16": torch.int16,
+            "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
+            "float32_ftz": torch.float32, "tfloat32": torch.float32, "tfloat32_ftz": torch.float32,
+            "uint32": torch.uint32, "int32": torch.int32, "uint64": torch.uint64, "int64": torch.int64,
+            "float64": torch.float64}
 
 
 def _arg_error(field: str, message: str, fix: str) -> InputError:
@@ -129,6 +136,17 @@ class Kernel:
     def _check_view(self, t: torch.Tensor, view: dict | None, name: str, side: str) -> None:
         if not isinstance(t, torch.Tensor):
             raise _arg_error(name, f"{name} is a {type(t).__name__}, not a torch.Tensor", f"pass {name} as a tensor")
+        if not t.is_cuda and os.environ.get("TRITON_INTERPRET") != "1":
+            raise _arg_error(name, f"{name} is on {t.device}; the kernel runs on a CUDA device",
+                             f"move {name} to the GPU (or set TRITON_INTERPRET=1 to run it in Triton's interpreter)")
+        if view is not None:
+            want = TORCH_OF.get(view["dtype"])
+            if want is not None and t.dtype != want:
+                raise _arg_error(name, f"{name} is {t.dtype}; the plan is for {view['dtype']}",
+                                 f"pass {name} as the dtype the plan was made for, or plan this tensor")
+        elif self.plan.pieces and self.plan.pieces[0].element_bytes % t.element_size():
+            raise _arg_error(name, f"{name} has {t.element_size()}-byte elements; the plan moves "
+                             f"{self.plan.pieces[0].element_bytes}-byte ones", "pass the tensor the plan was made for")
         if view is not None:
             if list(t.shape) != list(view["shape"]) or list(t.stride()) != list(view["strides"]):
                 raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
@@ -220,11 +238,14 @@ class Kernel:
             if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES or t.dim() != 1 or t.numel() != count:
                 raise _arg_error(name, f"{name} must be a 1-D int32/int64 tensor of {count} entries",
                                  f"pass {name} as torch.int32 or torch.int64 with {count} entries")
+        for name, t in (("index", index), ("out", out), ("group", group)):
+            if isinstance(t, torch.Tensor) and t.device != src.device:
+                raise _arg_error(name, f"src is on {src.device}, {name} on {t.device}", "put every tensor on one device")
         if not index.is_contiguous():
             index = index.contiguous()
-        if list(out.shape) != list(g.out_shape) or not out.is_contiguous():
-            raise _arg_error("out", f"out must be contiguous with shape {g.out_shape}",
-                             "allocate out with torch.empty(plan['gather']['out_shape'], ...)")
+        if list(out.shape) != list(g.out_shape) or not out.is_contiguous() or out.dtype != src.dtype:
+            raise _arg_error("out", f"out must be a contiguous {src.dtype} tensor of shape {g.out_shape}",
+                             "allocate out with torch.empty(plan['gather']['out_shape'], dtype=src.dtype, ...)")
         if check_bounds and count and not _within(index, bound):
             raise _arg_error("index", f"index holds entries outside [0, {bound})", "clamp or filter the indices")
         groups = g.groups
@@ -358,9 +379,11 @@ class TileKernel(Kernel):
         dtype = self.out_dtype(src)
         if out is None:
             out = torch.empty(self.out_shape, dtype=dtype, device=src.device)
-        elif tuple(out.shape) != tuple(self.out_shape) or out.dtype != dtype or not out.is_contiguous():
-            raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)}",
-                             "allocate it with torch.empty(k.out_shape, dtype=k.out_dtype(src))")
+        elif (tuple(out.shape) != tuple(self.out_shape) or out.dtype != dtype or not out.is_contiguous()
+              or out.device != src.device):
+            raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)} on "
+                             f"{src.device}", "allocate it with torch.empty(k.out_shape, dtype=k.out_dtype(src), "
+                             "device=src.device)")
         words_per_tile = self.emitted.tile.dump_words
         if stages is not None:
             if not words_per_tile:

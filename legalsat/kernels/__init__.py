@@ -26,7 +26,7 @@ from legalsat.kernels.staged import emit_staged
 from legalsat.kernels.tile import emit_tile_tl, stage_words, tile_walk
 from legalsat.kernels.tile_gluon import emit_tile_gluon
 from legalsat.kernels.tma import emit_tma_tl, tma_piece
-from legalsat.kernels.tma_gluon import emit_tma_gluon
+from legalsat.kernels.tma_gluon import emit_tma_gluon, gluon_box
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import OptimizeResponse, PlanOut
 from legalsat.schemas.validation import details_from_validation
@@ -79,8 +79,8 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
     if plan.kind == MovementKind.LOAD_TILE:
         return "gluon"  # the consumer probe: the plan's pipeline and its consumer's reads
     try:
-        straight = all(tma_piece(p, f"pieces[{i}]").perm() is None
-                       for i, p in enumerate(plan.pieces) if p.strategy == Strategy.TMA)
+        tma = [tma_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces) if p.strategy == Strategy.TMA]
+        straight = all(t.perm() is None and gluon_box(t) for t in tma)
     except InputError:
         return "tl"  # emit() reports what is wrong with the plan
     return "gluon" if straight else "tl"
@@ -148,7 +148,8 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
                 t, ls = emit_staged(group)
             elif s is Strategy.SHUFFLE:
                 t, ls = emit_shuffle(group)
-            elif s is Strategy.TMA and variant == "gluon":
+            elif s is Strategy.TMA and variant == "gluon" and all(gluon_box(tma_piece(raw, f"pieces[{i}]"))
+                                                                  for i, _, raw in group):
                 t, ls, d = emit_tma_gluon([(i, raw) for i, _, raw in group], plan.smem_budget_bytes)
                 descs.update(d)
                 header = HEADER_GLUON

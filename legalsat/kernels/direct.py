@@ -8,10 +8,12 @@ program, each entry's slab as one contiguous run where the slab is contiguous.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from legalsat.kernels.source import Launch, decompose, program_id
 from legalsat.kernels.words import WordPiece
 from legalsat.schemas.plan import GatherOut, PieceOut
-from legalsat.terms.integers import cdiv, pow2_at_least
+from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least
 
 
 def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, int]:
@@ -54,17 +56,50 @@ def emit_direct_copy(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[lis
     return texts, launches
 
 
-def slab_offsets(p: WordPiece, var: str = "e") -> tuple[list[str], int]:
+def slab_offsets(p: WordPiece, var: str = "e", indent: str = "    ") -> tuple[list[str], int]:
     """Lines forming `ss` / `sd` (slab-relative word offsets) of slab element `var` (a 1-D
     arange), and the slab's word count; contiguous slabs are one run."""
     n = p.elems
     if not p.dims or (len(p.dims) == 1 and p.dims[0].src == 1 and p.dims[0].dst == 1):
-        return [f"    ss = {var}", f"    sd = {var}"], n
+        return [f"{indent}ss = {var}", f"{indent}sd = {var}"], n
     order = sorted(range(len(p.dims)), key=lambda k: (-p.dims[k].dst, -p.dims[k].src))
-    lines = decompose(var, [(f"s{k}", p.dims[k].extent) for k in order])
+    lines = decompose(var, [(f"s{k}", p.dims[k].extent) for k in order], indent)
     ss = [f"s{k} * {p.dims[k].src}" for k in order if p.dims[k].src]
     sd = [f"s{k} * {p.dims[k].dst}" for k in order if p.dims[k].dst]
-    return lines + [f"    ss = {' + '.join(ss) or '0'}", f"    sd = {' + '.join(sd) or '0'}"], n
+    return lines + [f"{indent}ss = {' + '.join(ss) or '0'}", f"{indent}sd = {' + '.join(sd) or '0'}"], n
+
+
+# bytes of the slab tile one gather program holds at once (rows x slab words): a wider slab
+# is moved in steps of this size, so registers (and tl.gather's shared memory) stay bounded
+SLAB_STEP_BYTES = 32768
+
+
+def slab_step(rows: int, slab_words: int, word: int, budget: int = SLAB_STEP_BYTES) -> int:
+    """Slab words per row one step moves: the whole slab (as a power-of-two tile) while
+    `rows` rows of it fit `budget` bytes, else the largest power of two that does."""
+    width = pow2_at_least(slab_words)
+    fit = max(1, budget // (rows * word))
+    return min(width, 1 << floor_log2(fit))
+
+
+def slab_steps(p: WordPiece, rows: int, body: Callable[[str], list[str]], indent: str = "    ") -> list[str]:
+    """Lines moving `rows` slabs: `e` (slab words), `ss` / `sd` (their offsets), then
+    `body(emask)` (`emask`: "" or " & (e < slab)[None, :]", for masks of the slab's padded
+    tail); one tile when rows x slab fit SLAB_STEP_BYTES, else a loop over the slab in steps
+    that do."""
+    p = p.coalesced()
+    slab = p.elems
+    width = pow2_at_least(slab)
+    step = slab_step(rows, slab, p.word)
+    if step == width:
+        lines, _ = slab_offsets(p, indent=indent)
+        emask = f" & (e < {slab})[None, :]" if width != slab else ""
+        return [f"{indent}e = tl.arange(0, {width})", *lines, *[indent + b for b in body(emask)]]
+    inner = indent + "    "
+    lines, _ = slab_offsets(p, indent=inner)
+    emask = f" & (e < {slab})[None, :]" if slab % step else ""
+    return [f"{indent}for c in range(0, {slab}, {step}):", f"{inner}e = c + tl.arange(0, {step})", *lines,
+            *[inner + b for b in body(emask)]]
 
 
 def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: int, src_stride: int,
@@ -73,23 +108,18 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
     row `index[k]` to output row k, or with `positions` (an argument name) to output row
     `positions[k]` (the inspector-executor's reordered entries). Entries outside [0, bound)
     are not read (the client checks them first)."""
-    lines, slab = slab_offsets(p.coalesced())
-    width = pow2_at_least(slab)
     args = f"src, index, {positions}, out" if positions else "src, index, out"
     out = [f"@triton.jit\ndef {name}({args}):", "    pid = tl.program_id(0).to(tl.int64)",
-           f"    k = pid * {rows} + tl.arange(0, {rows})",
-           f"    e = tl.arange(0, {width})"]
-    out += lines
+           f"    k = pid * {rows} + tl.arange(0, {rows})"]
     km = count % rows != 0
     kmask = f", mask=k < {count}, other=0" if km else ""
     out.append(f"    idx = tl.load(index + k{kmask}).to(tl.int64)")
     out.append(f"    j = tl.load({positions} + k{kmask}).to(tl.int64)" if positions else "    j = k")
     out.append(f"    ok = (idx >= 0) & (idx < {bound})" + (f" & (k < {count})" if km else ""))
-    mask = "ok[:, None]" + (f" & (e < {slab})[None, :]" if width != slab else "")
-    out.append(f"    so = idx[:, None] * {src_stride} + ss[None, :]" + (f" + {p.src_offset}" if p.src_offset else ""))
-    out.append(f"    do = j[:, None] * {out_stride} + sd[None, :]" + (f" + {p.dst_offset}" if p.dst_offset else ""))
-    out.append(f"    mask = {mask}")
-    out += ["    x = tl.load(src + so, mask=mask)", "    tl.store(out + do, x, mask=mask)"]
+    so = f"idx[:, None] * {src_stride} + ss[None, :]" + (f" + {p.src_offset}" if p.src_offset else "")
+    do = f"j[:, None] * {out_stride} + sd[None, :]" + (f" + {p.dst_offset}" if p.dst_offset else "")
+    out += slab_steps(p, rows, lambda emask: [f"mask = ok[:, None]{emask}", f"x = tl.load(src + {so}, mask=mask)",
+                                              f"tl.store(out + {do}, x, mask=mask)"])
     return "\n".join(out) + "\n"
 
 

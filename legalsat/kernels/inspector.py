@@ -23,8 +23,10 @@ from legalsat.terms.integers import cdiv, pow2_at_least
 
 INSPECT_BLOCK = 1024
 SCAN_CHUNK = 1024
-
-
+# elements of one step's one-hot tile in a grouped pass (rows x groups, int32), for plans
+# that do not say (the planner sets `inspector.step_elements` from its shared-memory budget)
+GROUP_CHUNK_ELEMS = 8192
+COLUMN_SLICE = 16  # groups one column-scan program takes
 
 
 def bucket_inspector(count: int, bound: int, buckets: int) -> tuple[str, list[Launch], dict]:
@@ -70,57 +72,85 @@ def inspect_scatter(index, start, sorted_index, sorted_pos):
 
 
 def group_block(count: int) -> int:
-    """Slots per inspector block of a grouped gather: at most 1024 blocks to scan."""
-    return max(256, pow2_at_least(cdiv(count, 1024)))
+    """Slots per block of a grouped gather (what one program sorts): 256 to 1024."""
+    return min(1024, max(256, pow2_at_least(cdiv(count, 1024))))
 
 
-def group_inspector(count: int, groups: int) -> tuple[str, list[Launch], dict]:
-    """Stable counting sort of `count` slots by their group (0 <= group < groups)."""
+def group_chunk(groups: int, rows: int, elems: int = GROUP_CHUNK_ELEMS) -> int:
+    """Rows (blocks) one step of the column scan takes: the step's tile, rows x its groups
+    (int32; its scan is what takes shared memory), holds at most `elems` elements, so the
+    passes' shared memory does not grow with the gather."""
+    return max(1, min(pow2_at_least(rows), elems // pow2_at_least(groups)))
+
+
+def group_inspector(count: int, groups: int, step_elements: int = GROUP_CHUNK_ELEMS) -> tuple[str, list[Launch], dict]:
+    """Stable counting sort of `count` slots by their group (0 <= group < groups):
+    - histogram: per block of slots, its groups' counts and their exclusive prefix sum;
+    - column scan: per slice of groups, each block's exclusive count over the blocks before
+      it, in steps of `group_chunk` blocks, and each group's total (groups in parallel);
+    - offsets: where each group starts (an exclusive scan of the totals);
+    - scatter: each block sorts its slots by (group, slot) and writes slot s of the sorted
+      block to offsets[g] + (blocks before, group g) + (s - block's slots of groups < g)."""
     block = group_block(count)
     nb = cdiv(count, block)
-    gp, nbp = pow2_at_least(groups), pow2_at_least(nb)
+    gp = pow2_at_least(groups)
+    cols = min(gp, COLUMN_SLICE)
+    bstep = group_chunk(cols, nb, step_elements)
     src = f'''@triton.jit
-def inspect_group_histogram(group, block_hist):
+def inspect_group_histogram(group, block_hist, block_below):
+    b = tl.program_id(0)
+    j = b * {block} + tl.arange(0, {block})
+    g = tl.load(group + j, mask=j < {count}, other=0).to(tl.int32)
+    h = tl.histogram(g, {gp}, mask=j < {count})
+    k = b * {gp} + tl.arange(0, {gp})
+    tl.store(block_hist + k, h)
+    tl.store(block_below + k, tl.cumsum(h, 0) - h)
+
+
+@triton.jit
+def inspect_group_column_scan(block_hist, block_before, totals):
+    grp = tl.program_id(0) * {cols} + tl.arange(0, {cols})[None, :]
+    carry = tl.zeros(({cols},), dtype=tl.int32)
+    for c in range(0, {nb}, {bstep}):
+        blk = c + tl.arange(0, {bstep})[:, None]
+        h = tl.load(block_hist + blk * {gp} + grp, mask=blk < {nb}, other=0)
+        tl.store(block_before + blk * {gp} + grp, carry[None, :] + tl.cumsum(h, 0) - h, mask=blk < {nb})
+        carry += tl.sum(h, 0)
+    tl.store(totals + tl.program_id(0) * {cols} + tl.arange(0, {cols}), carry)
+
+
+@triton.jit
+def inspect_group_offsets(totals, offsets):
+    k = tl.arange(0, {gp})
+    t = tl.load(totals + k)
+    tl.store(offsets + k, tl.cumsum(t, 0) - t, mask=k < {groups})
+    tl.store(offsets + {groups}, tl.sum(t, 0))
+
+
+@triton.jit
+def inspect_group_scatter(group, index, offsets, block_before, block_below, order, sorted_index):
     b = tl.program_id(0)
     j = b * {block} + tl.arange(0, {block})
     g = tl.load(group + j, mask=j < {count}, other={gp}).to(tl.int32)
-    onehot = (g[:, None] == tl.arange(0, {gp})[None, :]).to(tl.int32)
-    tl.store(block_hist + b * {gp} + tl.arange(0, {gp}), tl.sum(onehot, 0))
-
-
-@triton.jit
-def inspect_group_prefix_sum(block_hist, block_start, offsets):
-    blk = tl.arange(0, {nbp})[:, None]
-    grp = tl.arange(0, {gp})[None, :]
-    h = tl.load(block_hist + blk * {gp} + grp, mask=blk < {nb}, other=0)
-    per_group = tl.sum(h, 0)
-    group_start = tl.cumsum(per_group, 0) - per_group
-    within = tl.cumsum(h, 0) - h
-    tl.store(block_start + blk * {gp} + grp, group_start[None, :] + within, mask=blk < {nb})
-    k = tl.arange(0, {gp})
-    tl.store(offsets + k, group_start, mask=k < {groups})
-    tl.store(offsets + {groups}, tl.sum(per_group, 0))
-
-
-@triton.jit
-def inspect_group_scatter(group, index, block_start, order, sorted_index):
-    b = tl.program_id(0)
-    j = b * {block} + tl.arange(0, {block})
-    m = j < {count}
-    g = tl.load(group + j, mask=m, other={gp}).to(tl.int32)
-    onehot = (g[:, None] == tl.arange(0, {gp})[None, :]).to(tl.int32)
-    rank = tl.sum((tl.cumsum(onehot, 0) - onehot) * onehot, 1)
-    base = tl.load(block_start + b * {gp} + g, mask=m, other=0)
-    pos = base + rank
-    tl.store(order + pos, j, mask=m)
-    tl.store(sorted_index + pos, tl.load(index + j, mask=m, other=0).to(tl.int64), mask=m)
+    key = tl.sort(g * {block} + tl.arange(0, {block}))
+    gs = key // {block}
+    m = gs < {gp}
+    js = b * {block} + key % {block}
+    at = b * {gp} + gs
+    pos = (tl.load(offsets + gs, mask=m, other=0) + tl.load(block_before + at, mask=m, other=0)
+           + tl.arange(0, {block}) - tl.load(block_below + at, mask=m, other=0))
+    tl.store(order + pos, js, mask=m)
+    tl.store(sorted_index + pos, tl.load(index + js, mask=m, other=0).to(tl.int64), mask=m)
 '''
-    launches = [Launch("inspect_group_histogram", nb, 4, ("group", "buf:block_hist")),
-                Launch("inspect_group_prefix_sum", 1, 8, ("buf:block_hist", "buf:block_start", "buf:offsets")),
-                Launch("inspect_group_scatter", nb, 8,
-                       ("group", "index", "buf:block_start", "buf:order", "buf:sorted_index"))]
-    buffers = {"block_hist": ("int32", nb * gp), "block_start": ("int32", nb * gp),
-               "offsets": ("int32", groups + 1), "order": ("int32", count), "sorted_index": ("int64", count)}
+    launches = [Launch("inspect_group_histogram", nb, 4, ("group", "buf:block_hist", "buf:block_below")),
+                Launch("inspect_group_column_scan", gp // cols, 4, ("buf:block_hist", "buf:block_before", "buf:totals")),
+                Launch("inspect_group_offsets", 1, 4, ("buf:totals", "buf:offsets")),
+                Launch("inspect_group_scatter", nb, 4,
+                       ("group", "index", "buf:offsets", "buf:block_before", "buf:block_below", "buf:order",
+                        "buf:sorted_index"))]
+    buffers = {"block_hist": ("int32", nb * gp), "block_before": ("int32", nb * gp), "block_below": ("int32", nb * gp),
+               "totals": ("int32", gp), "offsets": ("int32", groups + 1), "order": ("int32", count),
+               "sorted_index": ("int64", count)}
     return src, launches, buffers
 
 
@@ -130,7 +160,8 @@ def emit_inspector_executor(pieces: list[tuple[int, WordPiece, PieceOut]], gathe
     count, bound = gather.index_count, gather.index_bound
     groups = gather.groups
     if groups:
-        text, launches, buffers = group_inspector(count, groups)
+        step = gather.inspector.step_elements if gather.inspector and gather.inspector.step_elements else None
+        text, launches, buffers = group_inspector(count, groups, step or GROUP_CHUNK_ELEMS)
     else:
         buckets = max(1, min(gather.inspector.buckets if gather.inspector else 1, bound))
         text, launches, buffers = bucket_inspector(count, bound, buckets)

@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from math import prod
 
-from legalsat.kernels.direct import slab_offsets
+from legalsat.kernels.direct import slab_steps
 from legalsat.kernels.source import Launch, decompose, program_id
 from legalsat.kernels.words import WordPiece, transposed_dims
 from legalsat.schemas.plan import GatherOut, PieceOut
-from legalsat.terms.integers import cdiv, pow2_at_least
+from legalsat.terms.integers import cdiv
 
 WARP_ROW_BYTES = 512  # 32 lanes x 16 bytes
 
@@ -81,14 +81,11 @@ def emit_shuffle(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[st
 
 def shuffle_gather_kernel(name: str, p: WordPiece, rows: int, window: int, count: int, bound: int,
                           src_stride: int, out_stride: int) -> str:
-    """Source of a window-local row gather: `rows` entries per program in windows of `window`."""
-
-    lines, slab = slab_offsets(p.coalesced())
-    width = pow2_at_least(slab)
-    emask = f" & (e < {slab})[None, :]" if width != slab else ""
+    """Source of a window-local row gather: `rows` entries per program in windows of `window`;
+    each window's slabs are moved in steps that fit SLAB_STEP_BYTES (`slab_steps`)."""
     src_off = f" + {p.src_offset}" if p.src_offset else ""
     out = [f"@triton.jit\ndef {name}(src, index, out):", "    pid = tl.program_id(0).to(tl.int64)",
-           f"    e = tl.arange(0, {width})", *lines, f"    r = tl.arange(0, {window})",
+           f"    r = tl.arange(0, {window})",
            f"    for w in tl.static_range({max(rows // window, 1)}):",
            f"        k = pid * {rows} + w * {window} + r",
            f"        idx = tl.load(index + k, mask=k < {count}, other=0).to(tl.int64)",
@@ -96,17 +93,21 @@ def shuffle_gather_kernel(name: str, p: WordPiece, rows: int, window: int, count
            f"        w0 = tl.min(tl.where(ok, idx, {bound}), 0)",
            f"        w0 = tl.maximum(tl.minimum(w0, {max(bound - window, 0)}), 0)",
            "        wr = w0 + r",
-           f"        win = tl.load(src + wr[:, None] * {src_stride} + ss[None, :]{src_off}, "
-           f"mask=(wr < {bound})[:, None]{emask})",
            "        rel = idx - w0",
            f"        inside = ok & (rel >= 0) & (rel < {window})",
-           f"        g = tl.broadcast_to(tl.where(inside, rel, 0).to(tl.int32)[:, None], ({window}, {width}))",
-           "        x = tl.gather(win, g, axis=0)",
-           f"        far = tl.load(src + idx[:, None] * {src_stride} + ss[None, :]{src_off}, "
-           f"mask=(ok & ~inside)[:, None]{emask})",
-           "        x = tl.where(inside[:, None], x, far)",
-           f"        tl.store(out + k[:, None] * {out_stride} + sd[None, :]" + (f" + {p.dst_offset}" if p.dst_offset else "")
-           + f", x, mask=ok[:, None]{emask})"]
+           "        g1 = tl.where(inside, rel, 0).to(tl.int32)"]
+    # the window's rows, gathered in registers; entries outside it (the plan's promise
+    # broken) are read directly
+    def body(emask):
+        return [f"win = tl.load(src + wr[:, None] * {src_stride} + ss[None, :]{src_off}, "
+                f"mask=(wr < {bound})[:, None]{emask})",
+                "x = tl.gather(win, tl.broadcast_to(g1[:, None], win.shape), axis=0)",
+                f"far = tl.load(src + idx[:, None] * {src_stride} + ss[None, :]{src_off}, "
+                f"mask=(ok & ~inside)[:, None]{emask})",
+                "x = tl.where(inside[:, None], x, far)",
+                f"tl.store(out + k[:, None] * {out_stride} + sd[None, :]" + (f" + {p.dst_offset}" if p.dst_offset else "")
+                + f", x, mask=ok[:, None]{emask})"]
+    out += slab_steps(p, window, body, "        ")
     return "\n".join(out) + "\n"
 
 

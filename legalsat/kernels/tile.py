@@ -27,7 +27,7 @@ from legalsat.kernels.source import DescriptorSpec, Launch, decompose
 from legalsat.kernels.tma import descriptor_spec
 from legalsat.kernels.words import plan_error
 from legalsat.schemas.plan import PlanOut, WgmmaOut
-from legalsat.terms.integers import cdiv
+from legalsat.terms.integers import cdiv, pow2_at_least
 from legalsat.terms.movement import contiguous_strides
 from legalsat.terms.strategy import Strategy
 
@@ -337,12 +337,20 @@ def tl_direct_kernel(name: str, w: TileWalk) -> str:
     return "\n".join(lines) + "\n"
 
 
+def tl_warps(w: TileWalk) -> int:
+    """Warps of a tl tile program: one per 2048 words of the box it holds in registers (64 a
+    thread; each takes its own address), 4 to 8. A 256 x 64 box of 2-byte words took 255
+    registers with 4 warps, 181 with 8, and spilled with 16 (sm90, ptxas)."""
+    return min(8, max(4, pow2_at_least(cdiv(w.box_bytes // w.word, 2048))))
+
+
 def emit_tile_tl(w: TileWalk) -> tuple[list[str], list[Launch], dict[str, DescriptorSpec]]:
+    warps = tl_warps(w)
     if w.strategy is Strategy.TMA:
         return ([tl_tma_kernel("tile_load_tma", w)],
-                [Launch("tile_load_tma", w.tiles, 4, ("desc:tile", "out"), word=w.word)], {"tile": w.desc})
+                [Launch("tile_load_tma", w.tiles, warps, ("desc:tile", "out"), word=w.word)], {"tile": w.desc})
     return ([tl_direct_kernel("tile_load_direct", w)],
-            [Launch("tile_load_direct", w.tiles, 4, ("src", "out"), word=w.word)], {})
+            [Launch("tile_load_direct", w.tiles, warps, ("src", "out"), word=w.word)], {})
 
 
 def tiles_bytes(w: TileWalk, out_bytes: int) -> int:

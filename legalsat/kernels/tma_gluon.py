@@ -97,6 +97,12 @@ def gluon_kernel(name: str, t: TmaPiece, stages: int, num_warps: int, out_buffer
     return "\n".join(lines) + "\n"
 
 
+def gluon_box(t: TmaPiece) -> bool:
+    """Whether the piece's boxes have a Gluon pipeline: Triton 3.6's coalesced-encoding pass
+    fails on 1-D boxes (compiled for sm90)."""
+    return len(t.load.block) > 1
+
+
 def emit_tma_gluon(pieces: list[tuple[int, PieceOut]], smem_budget: int) -> tuple[list[str], list[Launch], dict]:
     """One persistent Gluon kernel per TMA piece, with the plan's stages and expect-tx bytes,
     within the plan's shared-memory budget (per block)."""
@@ -104,6 +110,9 @@ def emit_tma_gluon(pieces: list[tuple[int, PieceOut]], smem_budget: int) -> tupl
     for i, raw in pieces:
         field = f"pieces[{i}]"
         t = tma_piece(raw, field)
+        if not gluon_box(t):
+            raise plan_error(field, "the piece's boxes are 1-D: Triton 3.6 does not compile a Gluon pipeline of "
+                             "them", "use variant='tl' (the default for this plan)")
         want = _expect_bytes(raw, field)
         if want is not None and want != t.box_bytes():
             raise plan_error(f"{field}.async.protocol", f"the protocol expects {want} bytes per stage but "
@@ -111,7 +120,9 @@ def emit_tma_gluon(pieces: list[tuple[int, PieceOut]], smem_budget: int) -> tupl
         bufs = _buffers(raw)
         stages = bufs.get("in0") or raw.num_stages or (raw.smem.stages if raw.smem else 2)
         outs = max(1, bufs.get("out", 1))
-        smem = (stages + (outs if t.perm() else 0)) * t.box_bytes() + 64 * stages
+        # a transpose also holds its store boxes and the register permute's layout-conversion
+        # scratch (one box: compiled for sm90)
+        smem = (stages + (outs + 1 if t.perm() else 0)) * t.box_bytes() + 64 * stages
         if smem > smem_budget:
             raise plan_error(f"{field}.num_stages", f"{stages} stages of {t.box_bytes()} bytes need {smem} bytes "
                              "of shared memory", "lower options.smem_bytes and plan again")

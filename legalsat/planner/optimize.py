@@ -15,6 +15,7 @@ import uuid
 
 from legalsat.diagnostics import Code
 from legalsat.planner import stages
+from legalsat.planner.budget import deadline, remaining_ms
 from legalsat.planner.build import Built
 from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
@@ -75,7 +76,13 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
 
 
 def optimize(req: PlanRequest) -> PlanResponse:
-    """Plan one validated request (see the module docstring)."""
+    """Plan one validated request (see the module docstring) within its timeout_ms
+    (legalsat.planner.budget)."""
+    with deadline(req.options.timeout_ms):
+        return _optimize(req)
+
+
+def _optimize(req: PlanRequest) -> PlanResponse:
     clock = Clock()
     with stages.saturate(req) as sat:
         clock.lap("saturate")
@@ -87,6 +94,10 @@ def optimize(req: PlanRequest) -> PlanResponse:
     for cand in cands:
         if len(plans) >= req.options.max_plans:
             break
+        if remaining_ms() == 0:  # the budget is spent: what was not reached says so
+            rejected.append(Rejected(cand.strategy, cand.term, (Code.PLANNING_DEADLINE.at(
+                f"the request's timeout_ms ({req.options.timeout_ms}) was spent before this candidate was solved"),)))
+            continue
         try:
             plans.append(plan_candidate(req, cand, clock))
         except Infeasible as e:
@@ -97,4 +108,4 @@ def optimize(req: PlanRequest) -> PlanResponse:
     rejected += [Rejected(s, None, tuple(why_not(req, s))) for s in Strategy if s not in offered]
     return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
                         "ok" if plans else "infeasible", tuple(plans), tuple(rejected), report, clock.result(),
-                        snapshot)
+                        snapshot, req.warnings)

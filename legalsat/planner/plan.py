@@ -89,6 +89,8 @@ class Inspector:
     buckets: int
     passes: tuple[str, ...]
     index_bytes: int
+    step_elements: int  # one-hot / scan tile of one step of a pass (rows x pow2(buckets))
+    smem_bytes: int  # the most shared memory a pass takes: its step's int32 scan
 
 
 @dataclass(frozen=True)
@@ -257,3 +259,4 @@ class PlanResponse:
     saturation: SaturationReport
     timings_ms: dict[str, float]
     snapshot: str | None = field(default=None, repr=False)  # egraph-serialize JSON (keep_egraph)
+    warnings: tuple[Diagnostic, ...] = ()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from legalsat.diagnostics import Diagnostic
 from legalsat.targets import Target
 from legalsat.terms.movement import Movement
 
@@ -37,6 +38,7 @@ class PlanRequest:
     options: PlanOptions
     term_text: str
     request_id: str | None = None
+    warnings: tuple[Diagnostic, ...] = ()  # valid input that is likely not what was meant
 
     @property
     def smem_bytes(self) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import z3
 
 from legalsat.diagnostics import Code, Diagnostic
+from legalsat.planner.budget import solver_ms
 from legalsat.planner.formulation import Region
 from legalsat.terms.integers import cdiv, floor_log2
 
@@ -30,6 +31,9 @@ class Infeasible(Exception):
         self.reasons = tuple(reasons)
         super().__init__("; ".join(r.message for r in self.reasons))
 
+    def __reduce__(self):  # survives pickling (planning runs in worker processes)
+        return (type(self), (self.reasons,))
+
 
 @dataclass
 class FieldProblem:
@@ -40,7 +44,8 @@ class FieldProblem:
 
     def __post_init__(self) -> None:
         self.opt = z3.Optimize()
-        self.opt.set("timeout", 2000)
+        self.timeout_ms = solver_ms()  # the request's budget, as much as is left
+        self.opt.set("timeout", self.timeout_ms)
 
     def log2_var(self, name: str, hi: int) -> z3.ArithRef:
         v = z3.Int(name)
@@ -56,7 +61,11 @@ class FieldProblem:
     def solve(self, maximize: list) -> z3.ModelRef:
         for obj in maximize:
             self.opt.maximize(obj)
-        if self.opt.check() != z3.sat:
+        result = self.opt.check()
+        if result == z3.unknown:
+            raise Infeasible([Code.SOLVER_TIMEOUT.at(f"z3 found no {self.what} within its {self.timeout_ms} ms "
+                                                     f"({self.opt.reason_unknown()})")])
+        if result != z3.sat:
             core = [self.explanations[str(c)] for c in self.opt.unsat_core()]
             actionable = [code.at(message, fix) for code, message, fix in core if code is not None]
             if not actionable:

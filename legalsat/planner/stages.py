@@ -17,7 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 
-from legalsat.diagnostics import Diagnostic
+from legalsat.diagnostics import Code, Diagnostic
+from legalsat.planner.budget import isl_operations
 from legalsat.planner.build import Built, build
 from legalsat.planner.extract import extract as _extract
 from legalsat.planner.formulation import Candidate
@@ -27,6 +28,7 @@ from legalsat.planner.request import PlanRequest
 from legalsat.planner.rules.program import request_program
 from legalsat.planner.saturate import Saturation
 from legalsat.planner.saturate import saturate as _saturate
+from legalsat.planner.solve import Infeasible
 
 STAGES = ("saturate", "extract", "solve", "verify")
 
@@ -54,8 +56,25 @@ def solve(req: PlanRequest, cand: Candidate) -> Built:
 
 
 def verify(built: Built) -> Proof:
-    """Stage `verify`: the islpy proof of a built plan."""
-    return built.prove()
+    """Stage `verify`: the islpy proof of a built plan, within islpy's share of the request's
+    budget (raises Infeasible `proof_budget` when it does not finish in it)."""
+    import islpy as isl
+
+    ctx = isl.DEFAULT_CONTEXT
+    ctx.reset_operations()
+    limit = isl_operations()
+    ctx.set_max_operations(limit)
+    try:
+        return built.prove()
+    except isl.Error as e:
+        # an exhausted budget surfaces as "maximal number of operations", or inside a parse
+        # as a syntax error (isl's parser stops mid-string); without a budget, it is a bug
+        if not limit and "maximal number of operations" not in str(e):
+            raise
+        raise Infeasible([Code.PROOF_BUDGET.at("the plan's islpy proof did not finish within what the request's "
+                                               "timeout_ms left for it")]) from None
+    finally:
+        ctx.set_max_operations(0)
 
 
 def dump(obj: object) -> object:

@@ -7,7 +7,6 @@ and structured (`tile` + `pattern`), which reduces to raw instructions.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal
 
 from pydantic import ConfigDict, Field, StrictInt, ValidationError
@@ -15,7 +14,7 @@ from pydantic import ConfigDict, Field, StrictInt, ValidationError
 from legalsat.analyses.bank_conflicts import BankReport
 from legalsat.analyses.smem_layout import TileReport
 from legalsat.diagnostics import Code, InputError
-from legalsat.schemas.base import ErrorOut, Out, Strict
+from legalsat.schemas.base import ErrorOut, Out, Strict, check_json_value, load_json
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import Target, resolve_target
 from legalsat.terms.descriptor import Swizzle
@@ -102,10 +101,9 @@ _HINTS = {
 def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess | TileAccess, Target]:
     """Parse a raw or structured request (dict or JSON text); raises InputError."""
     if isinstance(obj, (str, bytes)):
-        try:
-            obj = json.loads(obj)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise Code.INVALID_JSON.error(f"invalid JSON: {e}", "send one well-formed JSON object per line") from None
+        obj = load_json(obj, "the request")
+    elif isinstance(obj, dict):
+        check_json_value(obj, "the request")
     if isinstance(obj, (RawAccessIn, TileAccessIn)):
         model = obj
     elif not isinstance(obj, dict):

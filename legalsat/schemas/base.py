@@ -6,6 +6,9 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from legalsat.diagnostics import Code
+from legalsat.schemas.validation import field_path
+
 
 class Strict(BaseModel):
     """An input model: unknown fields are errors, types are not coerced, values are frozen."""
@@ -34,6 +37,85 @@ class ErrorOut(Out):
 class ErrorBodyOut(ErrorOut):
     details: list[ErrorOut] | None = Field(None, description="every problem, when there are several "
                                            "(the first is the one above)")
+
+
+MAX_DEPTH = 64  # far past any request's nesting; keeps every later step's recursion bounded
+
+
+def check_json_value(obj: object, what: str = "the input") -> object:
+    """`obj` (parsed JSON) if it nests at most MAX_DEPTH deep and every string is valid
+    Unicode (a lone surrogate escape such as "\\ud800" parses but cannot be encoded again);
+    else InputError naming where. Iterative: no recursion however deep the value."""
+    stack: list[tuple[object, tuple, int]] = [(obj, (), 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Code.INVALID_INPUT.error(f"{field_path(path) or what} holds a lone surrogate escape "
+                                               "(\\ud800-\\udfff), which is not Unicode text",
+                                               "send valid UTF-8 text (a surrogate pair, or the character itself)",
+                                               field_path(path) or None) from None
+            continue
+        if isinstance(value, (dict, list)):
+            if depth > MAX_DEPTH:
+                raise Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels at "
+                                               f"{field_path(path) or 'its root'}",
+                                               "send the documented structure (no request nests this deep)",
+                                               field_path(path) or None)
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                if isinstance(k, str) and isinstance(value, dict):
+                    try:
+                        k.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise Code.INVALID_INPUT.error(f"a field name under {field_path(path) or 'the root'} holds a "
+                                                       "lone surrogate escape", "send valid UTF-8 text",
+                                                       field_path(path) or None) from None
+                stack.append((v, (*path, k), depth + 1))
+    return obj
+
+
+def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ValueError(f"the key {dup!r} appears twice in one object")
+    return out
+
+
+def _no_constants(name: str) -> object:
+    raise ValueError(f"{name} is not JSON (no NaN or Infinity)")
+
+
+def load_json(text: str | bytes, what: str = "the input") -> object:
+    """JSON text -> a value every step after can handle (see check_json_value), or an
+    InputError (`invalid_json`). Bytes must be UTF-8 without a byte order mark (RFC 8259); an
+    object may not repeat a key (which of two values would count is not the sender's choice);
+    NaN and Infinity are not JSON."""
+    if isinstance(text, (bytes, bytearray)):
+        if text[:3] == b"\xef\xbb\xbf":
+            raise Code.INVALID_JSON.error(f"{what} starts with a byte order mark",
+                                          "send UTF-8 JSON without a byte order mark")
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise Code.INVALID_JSON.error(f"{what} is not UTF-8 text: {e.reason} at byte {e.start}",
+                                          "send JSON encoded as UTF-8") from None
+    try:
+        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except RecursionError:
+        raise Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels",
+                                       "send the documented structure (no request nests this deep)") from None
+    except ValueError as e:
+        raise Code.INVALID_JSON.error(f"{what} is not valid JSON: {e}", "send one well-formed JSON value") from None
+    # the walk only where it can find something: a lone surrogate comes only from a \\u escape
+    # (strict UTF-8 has none), and a text with few brackets cannot nest deep
+    if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH:
+        check_json_value(obj, what)
+    return obj
 
 
 def compact_json(obj: object) -> bytes:

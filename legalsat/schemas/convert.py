@@ -20,6 +20,7 @@ from legalsat.planner.plan import (
     TileLoadPlan,
 )
 from legalsat.planner.reports import SaturationReport
+from legalsat.schemas.base import ErrorOut
 from legalsat.schemas.plan import (
     AsyncOut,
     CostOut,
@@ -95,7 +96,9 @@ def gather_out(g: GatherPlan | None) -> GatherOut | None:
         return None
     more = _set(
         inspector=g.inspector and InspectorOut(buckets=g.inspector.buckets, passes=list(g.inspector.passes),
-                                               index_bytes=g.inspector.index_bytes),
+                                               index_bytes=g.inspector.index_bytes,
+                                               step_elements=g.inspector.step_elements,
+                                               smem_bytes=g.inspector.smem_bytes),
         executor=g.executor and ExecutorOut(tile_rows=g.executor.tile_rows, grouped_by=g.executor.grouped_by),
         window_rows=g.window_rows)
     return GatherOut(index_count=g.index_count, distribution=g.distribution, unit=g.unit, slab_bytes=g.slab_bytes,
@@ -166,4 +169,5 @@ def response_out(r: PlanResponse, parse_ms: float = 0.0) -> OptimizeResponse:
         egraph=EgraphOut(enodes=s.enodes, eclasses=s.eclasses, iterations=s.iterations,
                          stop_reason=s.stop_reason.value, report=report_out(s), **_set(snapshot=r.snapshot)),
         timings_ms=TimingsOut(parse=round(parse_ms, 3), **{k: t[k] for k in ("saturate", "extract", "solve", "verify")},
-                              total=round(t["total"] + parse_ms, 3)))
+                              total=round(t["total"] + parse_ms, 3)),
+        **_set(warnings=[ErrorOut(**w.to_error()) for w in r.warnings] or None))

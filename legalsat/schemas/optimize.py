@@ -10,16 +10,15 @@ InputError naming the field and how to fix it.
 from __future__ import annotations
 
 import difflib
-import json
 from math import prod
 from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, StrictBool, StrictInt, ValidationError, WithJsonSchema
 
-from legalsat.analyses.overlap import overlaps
-from legalsat.diagnostics import Code, InputError
+from legalsat.analyses.overlap import overlaps, overlaps_quick
+from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
-from legalsat.schemas.base import Strict
+from legalsat.schemas.base import Strict, check_json_value, load_json
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -165,7 +164,8 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
     esize = ELEMENT_TYPES[v.dtype].storage_bits // 8
     nbytes = span(v.shape, v.strides) * esize
     if nbytes >= MAX_BYTES or prod(v.shape) * esize >= MAX_BYTES:
-        raise _bad(f"{field}.shape", f"{field} spans {nbytes} bytes, past 2^63: no tensor in memory is that large",
+        raise _bad(f"{field}.shape", f"{field} spans {max(nbytes, prod(v.shape) * esize)} bytes, past 2^40 (1 TiB): "
+                   "no GPU's memory holds a tensor that large",
                    "check the shape and strides (strides are in elements, not bytes); a ragged descriptor's "
                    "virtual dims (extents near 2^31 that rely on address wrap-around) are not a tensor to walk: "
                    "plan the tensor behind it, and check the descriptor itself at /v1/descriptors/validate")
@@ -214,7 +214,7 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
     return LoadTile(src, tuple(op.tile), ConsumerSpec(kind, major, instruction, element))
 
 
-def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
+def _movement(op: CopyOp | LoadTileOp | GatherOp, exact: bool = True) -> Movement:
     if isinstance(op, LoadTileOp):
         return _load_tile(op, _view(op.src, "op.src", MAX_TILE_RANK))
     src = _view(op.src, "op.src")
@@ -227,7 +227,7 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
         if dst.dtype != src.dtype:
             raise _bad("op.dst.dtype", f"op.dst.dtype {dst.dtype.name} differs from op.src.dtype "
                        f"{src.dtype.name}", "a copy moves bits: use the same dtype (a cast is not a copy)")
-        if overlaps(dst.shape, dst.strides):
+        if (overlaps(dst.shape, dst.strides) if exact else overlaps_quick(dst.shape, dst.strides)):
             raise _bad("op.dst.strides", f"op.dst strides {list(dst.strides)} map two indices to one "
                        "address: the copy would race", "give the destination non-overlapping strides")
         return Copy(src, dst)
@@ -249,7 +249,8 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
                    "give the page size in positions along the axis (e.g. 16 tokens)")
     out_elems = prod(src.shape) // src.shape[op.axis] * ix.count * (page or 1)
     if out_elems * src.esize >= MAX_BYTES:
-        raise _bad("op.index.count", "the gather's output would exceed 2^63 bytes", "gather fewer rows")
+        raise _bad("op.index.count", "the gather's output would exceed 2^40 bytes (1 TiB): no GPU's memory holds "
+                   "it", "gather fewer rows")
     if ix.unique and ix.count * (page or 1) > src.shape[op.axis]:
         raise _bad("op.index.unique", f"{ix.count} unique indices cannot fit an axis of "
                    f"{src.shape[op.axis] // (page or 1)} entries", "drop unique, or lower count")
@@ -261,13 +262,15 @@ _HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
 
 
-def parse_request(obj: object) -> PlanRequest:
-    """Validate a request (dict, JSON text or bytes) into a PlanRequest; raises InputError."""
+def parse_request(obj: object, exact: bool = True) -> PlanRequest:
+    """Validate a request (dict, JSON text or bytes) into a PlanRequest; raises InputError.
+    `exact=False` skips the one check whose cost grows with the input (whether a destination
+    whose strides are not nested overlaps itself, decided by islpy): what a server's event
+    loop runs before a worker parses the request again in full."""
     if isinstance(obj, (bytes, str)):
-        try:
-            obj = json.loads(obj)
-        except (ValueError, UnicodeDecodeError) as e:
-            raise Code.INVALID_JSON.error(f"request is not valid JSON: {e}", "send one JSON object") from None
+        obj = load_json(obj, "the request")
+    elif isinstance(obj, dict):
+        check_json_value(obj, "the request")
     if isinstance(obj, OptimizeRequest):
         req = obj
     else:
@@ -285,6 +288,22 @@ def parse_request(obj: object) -> PlanRequest:
     if req.op is None:
         raise _bad("op", "the request has neither op nor term", 'send "op": {...} or "term": "(copy ...)"')
     target = resolve_target(req.target)
-    movement = _movement(req.op)
+    movement = _movement(req.op, exact)
     options = PlanOptions(**req.options.model_dump())
-    return PlanRequest(target, movement, options, op_to_sexp(req.op.model_dump()), req.request_id)
+    views = [("op.src", movement.src)] + ([("op.dst", movement.dst)] if isinstance(movement, Copy) else [])
+    warnings = tuple(w for field, v in views if (w := strides_in_bytes(v, field)) is not None)
+    return PlanRequest(target, movement, options, op_to_sexp(req.op.model_dump()), req.request_id, warnings)
+
+
+def strides_in_bytes(v: View, field: str) -> Diagnostic | None:
+    """A warning when a view's strides look like byte counts: no dim it spans has stride 1,
+    and every stride is a multiple of the element size (> 1 byte). Such a view is valid (a
+    strided slice), so it is planned as given; the warning names the likely mistake."""
+    spanned = [s for n, s in zip(v.shape, v.strides) if n > 1]
+    es = v.esize
+    if es <= 1 or not spanned or 1 in spanned or any(s % es for s in spanned if s):
+        return None
+    elems = [s // es for s in v.strides]
+    return Code.STRIDES_IN_BYTES.at(f"{field}.strides {list(v.strides)}: no dim is contiguous and every stride is a "
+                                    f"multiple of the {es}-byte element size; if they are bytes, the view in "
+                                    f"elements is {elems}", field=f"{field}.strides")

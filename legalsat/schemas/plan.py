@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from legalsat.schemas.base import Out
+from legalsat.schemas.base import ErrorOut, Out
 from legalsat.schemas.protocol import ProtocolIn, ProtocolViolationOut
 from legalsat.terms.movement import MovementKind
 from legalsat.terms.strategy import Strategy
@@ -130,6 +130,9 @@ class InspectorOut(Out):
     buckets: int = Field(description="buckets the indices are sorted into (experts for MoE)")
     passes: list[str] = Field(description="its passes over the indices, in order")
     index_bytes: int = Field(description="bytes of (index, position) pairs it writes")
+    step_elements: int | None = Field(None, description="int32 elements one step of a pass scans (rows x "
+                                      "groups, groups padded to a power of two); the kernels' default when absent")
+    smem_bytes: int | None = Field(None, description="the most shared memory one of its passes takes (bytes)")
 
 
 class ExecutorOut(Out):
@@ -328,6 +331,9 @@ class OptimizeResponse(Out):
     rejected: list[RejectedOut] = Field(description="strategies without a plan, and why")
     egraph: EgraphOut = Field(description="the saturated e-graph")
     timings_ms: TimingsOut = Field(description="time per stage")
+    warnings: list[ErrorOut] | None = Field(None, description="valid input that is likely not what was "
+                                            "meant (e.g. strides given in bytes), each with its field and "
+                                            "what to do; absent when there is none")
 
 
 def validate_response(obj: dict) -> OptimizeResponse:

@@ -27,7 +27,7 @@ from legalsat.protocols.model import (
     Role,
     Slot,
 )
-from legalsat.schemas.base import ErrorOut, Out, Strict
+from legalsat.schemas.base import ErrorOut, Out, Strict, check_json_value, load_json
 from legalsat.schemas.validation import details_from_validation
 
 if TYPE_CHECKING:  # the verifier (networkx) stays out of what plans and kernels import
@@ -71,7 +71,8 @@ class GuardIn(Strict):
     i_lt: AffineIn | None = Field(None, description="upper bound of i (exclusive)")
 
 
-Count = StrictInt | Literal["N"] | AffineIn
+Count = Annotated[StrictInt, Field(ge=-MAX_TRIP, le=MAX_TRIP)] | Literal["N"] | AffineIn
+MAX_UNROLLED = 200_000  # operations one run of the verifier executes, at most (its memory grows with them)
 
 
 class OpIn(Strict):
@@ -231,10 +232,27 @@ class _Builder:
             setup=tuple(self.op(o, f"setup[{k}]", True) for k, o in enumerate(m.setup)),
             teardown=tuple(self.op(o, f"teardown[{k}]", True) for k, o in enumerate(m.teardown)),
             iterations=m.iterations)
+        if not self.problems:
+            self.check_size(proto)
         if self.problems:
             raise InputError(self.problems)
         return proto
 
+    def check_size(self, proto: Protocol) -> None:
+        """The verifier runs the protocol unrolled at every trip count it checks: refuse one
+        that would unroll into more operations than MAX_UNROLLED (it grows the verifier's
+        memory with every one), naming the largest block."""
+        from legalsat.protocols.verify import trip_counts
+
+        n = max(trip_counts(proto), default=0)
+        sizes = [(max(0, b.count.at(n)) * len(b.ops), f"roles[{ri}].blocks[{bi}].count")
+                 for ri, r in enumerate(proto.roles) for bi, b in enumerate(r.blocks)]
+        total = sum(k for k, _ in sizes)
+        if total > MAX_UNROLLED:
+            biggest = max(sizes)[1]
+            self.bad(biggest, f"the protocol unrolls into {total} operations at trip count {n}; the verifier "
+                     f"runs at most {MAX_UNROLLED}", "verify a smaller trip count (iterations) or fewer iterations "
+                     "per block: the pipeline's behaviour repeats with its stage period")
 
 def _name(ref) -> str | None:
     return ref if isinstance(ref, str) or ref is None else ref.name
@@ -257,9 +275,9 @@ def parse_protocol(obj: object) -> Protocol:
         if isinstance(obj, ProtocolIn):
             model = obj
         elif isinstance(obj, (str, bytes)):
-            model = ProtocolIn.model_validate_json(obj)
+            model = ProtocolIn.model_validate(load_json(obj, "the input"))
         else:
-            model = ProtocolIn.model_validate(obj)
+            model = ProtocolIn.model_validate(check_json_value(obj, "the input"))
     except ValidationError as e:
         raise InputError(details_from_validation(e, known_fields=list(ProtocolIn.model_fields))) from None
     return _Builder(model).build()

@@ -23,11 +23,15 @@ class BatchItemError(BaseModel):
     request_id: str | None = Field(description="the item's request_id, when it has one")
     status: str = Field(description='"error"')
     error: ErrorBodyOut = Field(description="the problem")
+    line: int | None = Field(None, description="`legalsat batch`: the input line it answers (from 1)")
 
 
-def error_item(err: InputError, request_id: str | None = None) -> dict:
+def error_item(err: InputError, request_id: str | None = None, line: int | None = None) -> dict:
     """A batch item's (or `legalsat batch` line's) error object."""
-    return {"request_id": request_id, "status": "error", **err.to_dict()}
+    out = {"request_id": request_id, "status": "error", **err.to_dict()}
+    if line is not None:
+        out["line"] = line
+    return out
 
 
 class BatchResponse(RootModel[list[OptimizeResponse | BatchItemError]]):

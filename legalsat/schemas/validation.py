@@ -9,6 +9,10 @@ from pydantic import ValidationError
 
 from legalsat.diagnostics import Code, Diagnostic
 
+# how pydantic names a union's member in an error path (not a field of the input)
+_UNION_MEMBER = re.compile(r"^(?:constrained-|literal\[|function-|json-or-python|lax-|strict-|tagged-union|[A-Z]\w*$|"
+                           r"(?:int|str|bool|float|list|dict|none|bytes)$)")
+
 
 def field_path(loc: tuple) -> str:
     """('box_dim', 1) -> 'box_dim[1]'; ('options', 'timeout_ms') -> 'options.timeout_ms'."""
@@ -53,8 +57,7 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
     """
     out = []
     for e in (err.errors(include_url=False) if isinstance(err, ValidationError) else err):
-        loc = tuple(p for p in e.get("loc", ()) if not (isinstance(p, str) and (p.startswith("function-")
-                                                                                    or p in tags)))
+        loc = tuple(p for p in e.get("loc", ()) if not (isinstance(p, str) and (p in tags or _UNION_MEMBER.match(p))))
         path = field_path(loc) or None
         etype = e.get("type", "value_error")
         msg = e.get("msg", "invalid value")

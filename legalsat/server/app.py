@@ -19,7 +19,7 @@ from legalsat.api import PLANNER_VERSION
 from legalsat.server import openapi
 from legalsat.server.cache import PlanCache
 from legalsat.server.deps import ServiceState, require_token
-from legalsat.server.errors import install_error_handlers
+from legalsat.server.errors import HostAllowList, install_error_handlers
 from legalsat.server.metrics import Metrics, MetricsMiddleware
 from legalsat.server.pool import WorkerPool
 from legalsat.server.routers import analyze, egraphs, health, optimize, verify
@@ -46,7 +46,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         cache = PlanCache(settings.cache_path, PLANNER_VERSION, settings.cache_max_entries,
                           settings.egraphs_kept)
         pool = WorkerPool(settings.workers, settings.queue_size, settings.target,
-                          on_restart=lambda reason: metrics.restarts.labels(reason).inc())
+                          on_restart=lambda reason: metrics.restarts.labels(reason).inc(),
+                          memory_mb=settings.worker_memory_mb)
         pool.start()
         metrics.bind_pool(pool)
         app.state.service = ServiceState(settings, pool, cache, metrics)
@@ -59,13 +60,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             cache.close()
 
     app = FastAPI(title="legalsat", version=legalsat.__version__, description=DESCRIPTION,
-                  lifespan=lifespan)
+                  lifespan=lifespan, redirect_slashes=False)  # no redirect that reflects the Host header
     app.state.settings = settings
     install_error_handlers(app)
     auth = [Depends(require_token)]
     for r in (optimize.router, analyze.router, verify.router, egraphs.router):
         app.include_router(r, dependencies=auth)
     app.include_router(health.router)
+    app.add_middleware(HostAllowList, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     openapi.install(app)
     return app
@@ -75,6 +77,10 @@ def serve(settings: Settings) -> None:
     """Run the service with uvicorn until SIGINT/SIGTERM (in-flight requests finish first)."""
     import uvicorn
 
+    from legalsat.server.http import bounded_protocol
+
+    # a request head over max_header_bytes is refused while it arrives (legalsat.server.http)
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
+                http=bounded_protocol(settings.max_header_bytes),
                 log_level=settings.log_level, timeout_graceful_shutdown=settings.shutdown_grace_s,
                 access_log=False)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import json
+import asyncio
 import secrets
 from dataclasses import dataclass
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.requests import ClientDisconnect
 
 from legalsat.diagnostics import Code
+from legalsat.schemas.base import load_json
 from legalsat.server.cache import PlanCache
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
@@ -48,25 +50,49 @@ async def require_token(request: Request,
 
 
 async def read_body(request: Request) -> bytes:
-    """The request body, refused with 413 past LEGALSAT_MAX_BODY_BYTES (checked on the
-    declared length first, then on the bytes actually received)."""
-    limit = request.app.state.settings.max_body_bytes
+    """The request body: JSON only (415 for any other declared type, so that a web page
+    cannot post a form or text to the service), refused with 413 past
+    LEGALSAT_MAX_BODY_BYTES (checked on the declared length first, then on the bytes
+    received), with 408 when it does not arrive within LEGALSAT_BODY_TIMEOUT_S."""
+    settings = request.app.state.settings
+    kind = request.headers.get("content-type")
+    if kind is not None and not _is_json(kind):
+        raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, f"the body is declared as {kind[:80]!r}",
+                       "send the body as JSON with Content-Type: application/json")
+    limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise too_large(limit)
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large(limit)
-        chunks.append(chunk)
+    try:
+        async with asyncio.timeout(settings.body_timeout_s):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > limit:
+                    raise too_large(limit)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise ApiError(408, Code.BODY_TIMEOUT, f"the body did not arrive within {settings.body_timeout_s:g} s",
+                       "send the whole body at once (or raise LEGALSAT_BODY_TIMEOUT_S)",
+                       headers={"Connection": "close"}) from None  # the rest of the body is unread
+    except ClientDisconnect:
+        raise ApiError(499, Code.CLIENT_DISCONNECTED) from None
     return b"".join(chunks)
 
 
-def parse_json(body: bytes, what: str) -> object:
-    """JSON text -> value, or a 422 that says where the text broke."""
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ApiError(422, Code.INVALID_JSON, f"the body is not valid JSON: {e}",
-                       f"send {what} as one JSON value (Content-Type: application/json)") from None
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+
+
+def parse_json(body: bytes, what: str, kind: type = dict) -> object:
+    """JSON text -> a value of `kind` (an object, or a list for batches), or InputError (422)
+    that says where the text broke, what it holds instead, or that it nests too deep or holds
+    text that is not Unicode."""
+    obj = load_json(body, f"the body ({what})")
+    if not isinstance(obj, kind):
+        shape = "a JSON array" if kind is list else "a JSON object"
+        got = "a string" if isinstance(obj, str) else type(obj).__name__ if obj is not None else "null"
+        raise Code.INVALID_INPUT.error(f"the body is {got}; {what} is {shape}", f"send {what} as {shape} "
+                                       "(not a string holding one)")
+    return obj

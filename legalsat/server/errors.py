@@ -1,16 +1,19 @@
 """The service's error shape: every failure is
 `{"error": {"code", "message", "fix", "field"}}` with a status that says whose it is:
-401 token, 404 unknown e-graph, 413 body over the limit, 422 invalid input (naming the field),
+400 a Host this service does not answer, 401 token, 404 unknown e-graph, 408 a body that did not arrive
+in time, 413 body over the limit, 415 a body not declared as JSON, 422 invalid input (naming the field),
 429 queue full, 503 worker lost / shutting down, 504 past the deadline. A 500 is a bug."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.schemas.service import ErrorBody
@@ -22,7 +25,8 @@ log = logging.getLogger("legalsat.server")
 # The error statuses as the OpenAPI document lists them; routes pick theirs with error_responses.
 _ERROR_DOCS = {s: {"model": ErrorBody, "description": d} for s, d in (
     (401, "bearer token missing or wrong"), (404, "no such resource"),
-    (413, "body over LEGALSAT_MAX_BODY_BYTES"),
+    (408, "the body did not arrive within LEGALSAT_BODY_TIMEOUT_S"),
+    (413, "body over LEGALSAT_MAX_BODY_BYTES"), (415, "the body is not declared as JSON"),
     (422, "invalid request: error.field names the field, error.fix says how to fix it"),
     (429, "queue full: retry later"), (503, "worker lost or shutting down: retry"),
     (504, "no answer within the request's deadline"))}
@@ -43,6 +47,9 @@ class ApiError(Exception):
         self.status, self.headers = status, headers
         self._body: dict | None = None
 
+    def __reduce__(self):  # survives pickling, as every legalsat exception does
+        return (_rebuild_api_error, (self.status, self.detail, self.headers, self._body))
+
     @classmethod
     def answered(cls, status: int, body: dict) -> ApiError:
         """An error a worker already answered (its whole body, `details` included)."""
@@ -53,6 +60,12 @@ class ApiError(Exception):
 
     def body(self) -> dict:
         return self._body or {"error": self.detail.to_error()}
+
+
+def _rebuild_api_error(status: int, detail, headers: dict[str, str] | None, body: dict | None) -> ApiError:
+    out = ApiError(status, detail.code, detail.message, detail.fix, detail.field, headers)
+    out._body = body
+    return out
 
 
 def error_json(status: int, body: dict, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -80,6 +93,33 @@ def worker_lost() -> ApiError:
 
 def shutting_down() -> ApiError:
     return ApiError(503, Code.SHUTTING_DOWN, headers={"Retry-After": "1"})
+
+
+class HostAllowList:
+    """Starlette's TrustedHostMiddleware (LEGALSAT_ALLOWED_HOSTS), refusing in the service's
+    error shape: 400 `bad_host`."""
+
+    def __init__(self, app, allowed_hosts: list[str]):
+        self.app, self.allowed_hosts = app, allowed_hosts
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or "*" in self.allowed_hosts:
+            return await self.app(scope, receive, send)
+
+        async def allowed(scope_, receive_, _send):
+            await self.app(scope_, receive_, send)
+
+        async def refused(message):  # only the checker's own refusal is sent through here
+            if message["type"] != "http.response.start":
+                return
+            body = json.dumps({"error": Code.BAD_HOST.at().to_error()}).encode()
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+
+        checker = TrustedHostMiddleware(allowed, allowed_hosts=self.allowed_hosts, www_redirect=False)
+        await checker(scope, receive, refused)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -23,12 +23,12 @@ def _ref(model: type[BaseModel]) -> dict:
     return {"$ref": _REF.format(model=model.__name__)}
 
 
-def json_body(*models: type[BaseModel], array_max: int | None = None, description: str = "") -> dict:
-    """`openapi_extra` of a route whose JSON body is one of `models` (or, with `array_max`, a
-    JSON array of at most that many of them)."""
+def json_body(*models: type[BaseModel], array: bool = False, description: str = "") -> dict:
+    """`openapi_extra` of a route whose JSON body is one of `models` (or, with `array`, a JSON
+    array of them, at most the server's LEGALSAT_MAX_BATCH_ITEMS: `install` writes it)."""
     schema: dict[str, Any] = _ref(models[0]) if len(models) == 1 else {"oneOf": [_ref(m) for m in models]}
-    if array_max is not None:
-        schema = {"type": "array", "items": schema, "minItems": 1, "maxItems": array_max}
+    if array:
+        schema = {"type": "array", "items": schema, "minItems": 1}
     return {"requestBody": {"required": True, "description": description,
                             "content": {"application/json": {"schema": schema}}}}
 
@@ -41,6 +41,17 @@ def install(app: FastAPI) -> None:
             return app.openapi_schema
         doc = get_openapi(title=app.title, version=app.version, description=app.description,
                           routes=app.routes)
+        settings = app.state.settings
+        for path in doc.get("paths", {}).values():  # the limits this server enforces
+            for op in path.values():
+                body = op.get("requestBody") if isinstance(op, dict) else None
+                if body is None:
+                    continue
+                body["description"] = (body.get("description", "") + f" (at most {settings.max_body_bytes} "
+                                       "bytes: LEGALSAT_MAX_BODY_BYTES)").strip()
+                schema = body["content"]["application/json"]["schema"]
+                if schema.get("type") == "array":
+                    schema["maxItems"] = settings.max_batch_items
         components = doc.setdefault("components", {}).setdefault("schemas", {})
         for name, model in _MODELS.items():
             schema = model.model_json_schema(ref_template=_REF)

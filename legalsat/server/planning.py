@@ -1,9 +1,9 @@
 """Planning requests through the cache and the worker pool (what the optimize routes do).
 
-Flow of one request: cache lookup by canonical JSON (a hit is answered in the event loop, no
-validation, no worker) -> validation in the event loop (422 without occupying a worker) ->
-a worker job with a hard deadline -> the answer is stored (plans) or its e-graph kept
-(keep_egraph requests, which are never served from the cache).
+Flow of one request: validation in the event loop, every check whose cost is bounded (422
+without occupying a worker) -> cache lookup by canonical JSON (a hit is answered in the event
+loop) -> a worker job with a hard deadline, which parses the request in full -> the answer
+is stored (plans) or its e-graph kept (keep_egraph requests, never served from the cache).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 import uuid
 
 from legalsat.api import PLANNER_VERSION
+from legalsat.diagnostics import Code
 from legalsat.schemas.optimize import parse_request
 from legalsat.server.cache import request_key, splice_request_id
 from legalsat.server.deps import ServiceState
@@ -60,11 +61,13 @@ def answer_error(status: int, body: bytes, meta: dict) -> ApiError:
 async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     """One optimize request -> (response body, "hit" | "miss" | "kept"). Raises ApiError or
     InputError for everything that is not a plan response."""
-    if not isinstance(obj, dict):
-        parse_request(obj)  # raises its InputError: a request is a JSON object
-    rid = obj.get("request_id") if isinstance(obj.get("request_id"), str) else None
-    opts = obj.get("options")
-    keep = isinstance(opts, dict) and opts.get("keep_egraph") is True
+    # validated before the cache is asked (a hit answers only a valid request); the checks
+    # whose cost grows with the input run in the worker, which parses the request in full
+    if not isinstance(obj, dict):  # a batch item: a string would be parsed as JSON text again
+        raise Code.INVALID_INPUT.error("a request must be a JSON object", 'send {"target": ..., "op": {...}}')
+    req = parse_request(obj, exact=False)  # InputError -> 422, before any worker is involved
+    rid = req.request_id
+    keep = req.options.keep_egraph
     key = request_key(PLANNER_VERSION, "optimize", obj)
     if not keep:
         hit = state.cache.get(key)
@@ -72,9 +75,12 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
             state.metrics.cache.labels("hit").inc()
             return splice_request_id(hit, rid or uuid.uuid4().hex[:16]), "hit"
         state.metrics.cache.labels("miss").inc()
-    req = parse_request(obj)  # InputError -> 422, before any worker is involved
+    # the planner keeps to its budget (timeout_ms, capped by the server's deadline) and says
+    # what it could not finish in it; the worker is killed only past the budget plus a grace
     budget = min(req.options.timeout_ms, state.settings.deadline_ms)
-    status, body, meta = await run_job(state, "optimize", obj, budget)
+    job = obj if budget == req.options.timeout_ms else {**obj, "options": {**(obj.get("options") or {}),
+                                                                           "timeout_ms": budget}}
+    status, body, meta = await run_job(state, "optimize", job, budget + state.settings.deadline_grace_ms)
     if status != 200:
         raise answer_error(status, body, meta)
     state.metrics.saturation(meta)

@@ -27,7 +27,7 @@ from legalsat.terms.integers import cdiv, span
 
 MAX_RANK = 8
 MAX_TILE_RANK = 16  # tile loads take views of any rank a tensor library uses
-MAX_BYTES = 1 << 63
+MAX_BYTES = 1 << 40  # 1 TiB: past any GPU's memory; keeps the planner's integer arithmetic inside i64
 
 
 class Consumer(StrEnum):

@@ -187,10 +187,12 @@ def suite_request(case: dict) -> dict:
 
 def suite_workloads() -> list[tuple[str, dict]]:
     """(id, request) of every suite case a tensor in memory can hold (the ragged descriptors'
-    virtual dims span more than 2^63 bytes: legalsat refuses them as tensors)."""
+    virtual dims span more than 2^40 bytes: legalsat refuses them as tensors)."""
+    from legalsat.terms.movement import MAX_BYTES
+
     out = []
     for case in suite_cases():
         req = suite_request(case)
-        if tensor_bytes(req) < 1 << 63:
+        if tensor_bytes(req) < MAX_BYTES:
             out.append((case["id"], req))
     return out

@@ -118,4 +118,12 @@ def small_cases() -> list[Workload]:
                  "index_select"),
         Workload("MoE top-2 300×256 bf16 8 experts", _gather(view("bfloat16", (300, 256)), 600, "clustered", groups=8),
                  "moe_permute", extra={"top_k": 2}),
+        # slabs wider than one program's tile: moved in steps (a ragged last step)
+        Workload("gather 36 KB rows 45 of 90×9001 fp32", _gather(view("float32", (90, 9001)), 45, "random"),
+                 "index_select"),
+        Workload("gather warp-local 100 of 90×5003 bf16 rows", _gather(view("bfloat16", (90, 5003)), 100, "warp_local"),
+                 "index_select"),
+        Workload("MoE top-3 40×9001 fp32 300 experts",
+                 _gather(view("float32", (40, 9001)), 120, "clustered", groups=300), "moe_permute",
+                 extra={"top_k": 3}),
     ]

@@ -137,10 +137,20 @@ def test_optimize_and_batch_commands(tmp_path, capsys):
         {"op": {"kind": "copy", "src": {"dtype": "int32", "shape": [4], "strides": [1]},
                 "dst": {"dtype": "int32", "shape": [4], "strides": [0]}}}) + "\n")
     out_path = tmp_path / "out.jsonl"
-    assert main(["batch", str(lines), "-o", str(out_path), "--jobs", "2", "--quiet"]) == 0
+    bad = json.loads(lines.read_text().splitlines()[2])
+    bad["request_id"] = "zero-stride"
+    lines.write_text(req.read_text() + "\nnot json\n" + json.dumps(bad) + "\n")
+    capsys.readouterr()
+    assert main(["batch", str(lines), "-o", str(out_path), "--jobs", "2"]) == 4  # lines failed
     got = [json.loads(x) for x in out_path.read_text().splitlines()]
     assert [g["status"] for g in got] == ["ok", "error", "error"]
     assert got[1]["error"]["code"] == "invalid_json" and got[2]["error"]["field"] == "op.dst.strides"
+    assert got[2]["request_id"] == "zero-stride" and [g.get("line") for g in got[1:]] == [2, 3]
+    err = capsys.readouterr().err
+    assert "3 lines answered, 2 errors" in err and "\r" not in err  # a summary; no frames off a terminal
+    good = tmp_path / "good.jsonl"
+    good.write_text(req.read_text() + "\n")
+    assert main(["batch", str(good), "-o", str(out_path), "--quiet"]) == 0
 
 
 def test_schema_command(capsys):

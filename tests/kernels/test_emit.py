@@ -116,6 +116,20 @@ def test_kernel_arguments_are_checked():
         g(table, torch.zeros(777, dtype=torch.float32), out)
     assert e.value.headline.field == "index"
 
+    # the dtype the plan was made for: a bf16 kernel given float32 tensors is refused, not
+    # run with every element wrong
+    with pytest.raises(InputError) as e:
+        k(torch.zeros(40, 72), torch.zeros(72, 40).t())
+    assert e.value.headline.field == "src" and "bfloat16" in e.value.headline.message
+    with pytest.raises(InputError) as e:
+        g(table, torch.zeros(777, dtype=torch.int64), torch.empty(777, 64, dtype=torch.float16))
+    assert e.value.headline.field == "out"
+    # a bare plan (no request term): the element size its pieces move
+    bare = build_kernel(CASES["transpose 40×72 bf16"]["response"]["plans"][0])
+    with pytest.raises(InputError) as e:
+        bare(torch.zeros(40, 72, dtype=torch.float32), torch.zeros(72, 40, dtype=torch.float32).t())
+    assert e.value.headline.field == "src"
+
 
 def _pairs(p: WordPiece) -> set[tuple[int, int]]:
     out = {(p.src_offset, p.dst_offset)}

@@ -29,7 +29,9 @@ def test_32_clients_for_30_seconds(tmp_path):
     mixed = result["mixed"]
     assert mixed["errors"] == 0, mixed  # nothing but 200s, and 504s for the deadline class
     assert mixed["healthz"]["failures"] == 0 and mixed["healthz"]["polls"] >= 100
-    assert mixed["classes"]["deadline"]["status"].get("504", 0) > 0
+    # the planner keeps to a request's budget: answered, saying what did not fit (504 only for
+    # a request that waited in the queue past its budget and the grace)
+    assert mixed["classes"]["deadline"]["status"].get("200", 0) > 0
     assert mixed["classes"]["uncached"]["requests"] > 100
     assert mixed["classes"]["uncached"]["p99_ms"] < lt.UNCACHED_DEADLINE_MS
     cached = result["cached_only"]

@@ -34,7 +34,7 @@ def test_bearer_token_guards_v1_routes_only(tmp_path):
 
 
 def test_deadline_is_504_the_worker_is_replaced_and_the_service_keeps_serving():
-    with LiveServer(workers=1, cache_path="", deadline_ms=150, log_level="warning") as srv, \
+    with LiveServer(workers=1, cache_path="", deadline_ms=150, deadline_grace_ms=0, log_level="warning") as srv, \
             httpx.Client(base_url=srv.url, timeout=60) as c:
         pids = srv.descendants()
         t = time.perf_counter()

@@ -60,24 +60,25 @@ ANALYSIS = """
 (rule ((= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (> n1 1) (> n2 1) (!= d1 1) (!= s2 1))
       ((Transp m) (set (Small m) (* eb (min n1 n2)))) :ruleset analysis :name "transposing")
 
+; (TmaUnit): the target has a tensor memory accelerator (seeded per target)
 ; a tile load may be TMA-legal: contiguous inner dim whose tile extent is whole 16-byte units,
 ; 16-byte aligned base and strides, no broadcast dim, rank <= 5, or dims beyond 5 the tile
 ; does not span (folded into one descriptor dim, as CuTe does)
-(rule ((= m (Load c eb sa x)) (= n (TInner x)) (= 0 (% (* n eb) 16)) (= 0 (% sa 16)) (TOuterDiv x k)
+(rule ((TmaUnit) (= m (Load c eb sa x)) (= n (TInner x)) (= 0 (% (* n eb) 16)) (= 0 (% sa 16)) (TOuterDiv x k)
        (= 16 (* k eb)) (= 0 (TBcast x)) (= q (TRank x)) (<= q 5))
       ((TmaOk m)) :ruleset analysis :name "tma-ok-tile")
-(rule ((= m (Load c eb sa x)) (= n (TInner x)) (= 0 (% (* n eb) 16)) (= 0 (% sa 16)) (TOuterDiv x k)
+(rule ((TmaUnit) (= m (Load c eb sa x)) (= n (TInner x)) (= 0 (% (* n eb) 16)) (= 0 (% sa 16)) (TOuterDiv x k)
        (= 16 (* k eb)) (= 0 (TBcast x)) (= q (TRank x)) (> q 5) (= b (TBig x)) (<= b 4))
       ((TmaOk m)) :ruleset analysis :name "tma-ok-tile-folded")
 
 ; TMA may be legal: contiguous inner dim(s), 16-byte aligned bases and strides, rank <= 5,
 ; inner extents of at least 16 bytes (the driver's rules are checked again on the result)
-(rule ((= m (Copy eb sa da (DCons n 1 1 r))) (<= eb 8) (Div r k) (= 16 (* k eb))
+(rule ((TmaUnit) (= m (Copy eb sa da (DCons n 1 1 r))) (<= eb 8) (Div r k) (= 16 (* k eb))
        (= 0 (% sa 16)) (= 0 (% da 16)) (>= (* n eb) 16) (= q (Rank r)) (<= q 4))
       ((TmaOk m)) :ruleset analysis :name "tma-ok")
-(rule ((= m (Copy 16 sa da (DCons n 1 1 r))) (= 0 (% sa 16)) (= 0 (% da 16)) (= q (Rank r)) (<= q 4))
+(rule ((TmaUnit) (= m (Copy 16 sa da (DCons n 1 1 r))) (= 0 (% sa 16)) (= 0 (% da 16)) (= q (Rank r)) (<= q 4))
       ((TmaOk m)) :ruleset analysis :name "tma-ok-16B-elements")
-(rule ((= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (Transp m) (Div r k) (= 16 (* k eb))
+(rule ((TmaUnit) (= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (Transp m) (Div r k) (= 16 (* k eb))
        (= 0 (% (* d1 eb) 16)) (= 0 (% (* s2 eb) 16)) (= 0 (% sa 16)) (= 0 (% da 16))
        (>= (* n1 eb) 16) (>= (* n2 eb) 16) (= q (Rank r)) (<= q 3))
       ((TmaOk m)) :ruleset analysis :name "tma-ok-transpose")

@@ -47,6 +47,7 @@ LANGUAGE = """
 (function Small (Mov) i64 :merge (max old new))      ; bytes of the smaller contiguous side
 (relation Transp (Mov))                              ; src and dst contiguous along different dims
 (relation TmaOk (Mov))                               ; a form whose descriptors may be legal
+(relation TmaUnit ())                                ; the target has a tensor memory accelerator
 (relation AllowPad ())
 (relation Has (i64 Mov))                             ; a plan of strategy code exists
 (relation PadD (Mov Mov i64 i64))                    ; movement, padded movement, old, new dst stride (bytes)

@@ -42,6 +42,8 @@ def base_program(target: Target) -> str:
     seeds += [f"(set (StagedWays {eb}) {1000 + c.way_penalty * (best_staged_ways(eb, target) - 1)})"
               for eb in (1, 2, 4, 8)]
     seeds += [f"(ClusteredDist {d.code})" for d in Distribution if d.clusters]
+    if target.tma is not None:
+        seeds.append("(TmaUnit)")
     rules = STRATEGIES.format(**placeholders(target))
     return "\n".join([LANGUAGE, ANALYSIS, LAYOUT, PADDING, rules, *seeds])
 

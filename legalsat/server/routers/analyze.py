@@ -13,7 +13,7 @@ from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 
 router = APIRouter(tags=["analyses"])
-_ERRORS = error_responses(401, 413, 422)
+_ERRORS = error_responses(401, 408, 413, 415, 422)
 
 
 @router.post("/v1/descriptors/validate", response_model=VerdictOut, openapi_extra=json_body(DescriptorIn),
@@ -24,7 +24,8 @@ async def validate_descriptor(request: Request, target: str | None = Query(
     """Judges the arguments of one `cuTensorMapEncodeTiled` call (innermost dimension first,
     strides in bytes) with the model that agrees with the CUDA driver; each violation names
     its rule, field and fix."""
-    return api.validate_descriptor(await read_body(request), target or state.settings.target)
+    return api.validate_descriptor(parse_json(await read_body(request), "a descriptor"),
+                                   target or state.settings.target)
 
 
 @router.post("/v1/analyze/bank-conflicts", response_model=BankReportOut,

@@ -11,7 +11,7 @@ from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 from legalsat.server.planning import answer_error, run_job
 
-ERRORS = error_responses(401, 413, 422, 429, 503, 504)
+ERRORS = error_responses(401, 408, 413, 415, 422, 429, 503, 504)
 
 router = APIRouter(tags=["analyses"])
 

@@ -3,54 +3,62 @@ import triton.language as tl
 
 
 @triton.jit
-def inspect_group_histogram(group, block_hist):
+def inspect_group_histogram(group, block_hist, block_below):
+    b = tl.program_id(0)
+    j = b * 256 + tl.arange(0, 256)
+    g = tl.load(group + j, mask=j < 600, other=0).to(tl.int32)
+    h = tl.histogram(g, 8, mask=j < 600)
+    k = b * 8 + tl.arange(0, 8)
+    tl.store(block_hist + k, h)
+    tl.store(block_below + k, tl.cumsum(h, 0) - h)
+
+
+@triton.jit
+def inspect_group_column_scan(block_hist, block_before, totals):
+    grp = tl.program_id(0) * 8 + tl.arange(0, 8)[None, :]
+    carry = tl.zeros((8,), dtype=tl.int32)
+    for c in range(0, 3, 4):
+        blk = c + tl.arange(0, 4)[:, None]
+        h = tl.load(block_hist + blk * 8 + grp, mask=blk < 3, other=0)
+        tl.store(block_before + blk * 8 + grp, carry[None, :] + tl.cumsum(h, 0) - h, mask=blk < 3)
+        carry += tl.sum(h, 0)
+    tl.store(totals + tl.program_id(0) * 8 + tl.arange(0, 8), carry)
+
+
+@triton.jit
+def inspect_group_offsets(totals, offsets):
+    k = tl.arange(0, 8)
+    t = tl.load(totals + k)
+    tl.store(offsets + k, tl.cumsum(t, 0) - t, mask=k < 8)
+    tl.store(offsets + 8, tl.sum(t, 0))
+
+
+@triton.jit
+def inspect_group_scatter(group, index, offsets, block_before, block_below, order, sorted_index):
     b = tl.program_id(0)
     j = b * 256 + tl.arange(0, 256)
     g = tl.load(group + j, mask=j < 600, other=8).to(tl.int32)
-    onehot = (g[:, None] == tl.arange(0, 8)[None, :]).to(tl.int32)
-    tl.store(block_hist + b * 8 + tl.arange(0, 8), tl.sum(onehot, 0))
-
-
-@triton.jit
-def inspect_group_prefix_sum(block_hist, block_start, offsets):
-    blk = tl.arange(0, 4)[:, None]
-    grp = tl.arange(0, 8)[None, :]
-    h = tl.load(block_hist + blk * 8 + grp, mask=blk < 3, other=0)
-    per_group = tl.sum(h, 0)
-    group_start = tl.cumsum(per_group, 0) - per_group
-    within = tl.cumsum(h, 0) - h
-    tl.store(block_start + blk * 8 + grp, group_start[None, :] + within, mask=blk < 3)
-    k = tl.arange(0, 8)
-    tl.store(offsets + k, group_start, mask=k < 8)
-    tl.store(offsets + 8, tl.sum(per_group, 0))
-
-
-@triton.jit
-def inspect_group_scatter(group, index, block_start, order, sorted_index):
-    b = tl.program_id(0)
-    j = b * 256 + tl.arange(0, 256)
-    m = j < 600
-    g = tl.load(group + j, mask=m, other=8).to(tl.int32)
-    onehot = (g[:, None] == tl.arange(0, 8)[None, :]).to(tl.int32)
-    rank = tl.sum((tl.cumsum(onehot, 0) - onehot) * onehot, 1)
-    base = tl.load(block_start + b * 8 + g, mask=m, other=0)
-    pos = base + rank
-    tl.store(order + pos, j, mask=m)
-    tl.store(sorted_index + pos, tl.load(index + j, mask=m, other=0).to(tl.int64), mask=m)
+    key = tl.sort(g * 256 + tl.arange(0, 256))
+    gs = key // 256
+    m = gs < 8
+    js = b * 256 + key % 256
+    at = b * 8 + gs
+    pos = (tl.load(offsets + gs, mask=m, other=0) + tl.load(block_before + at, mask=m, other=0)
+           + tl.arange(0, 256) - tl.load(block_below + at, mask=m, other=0))
+    tl.store(order + pos, js, mask=m)
+    tl.store(sorted_index + pos, tl.load(index + js, mask=m, other=0).to(tl.int64), mask=m)
 
 
 @triton.jit
 def execute_rows_0(src, index, out):
     pid = tl.program_id(0).to(tl.int64)
     k = pid * 64 + tl.arange(0, 64)
-    e = tl.arange(0, 64)
-    ss = e
-    sd = e
     idx = tl.load(index + k, mask=k < 600, other=0).to(tl.int64)
     j = k
     ok = (idx >= 0) & (idx < 300) & (k < 600)
-    so = idx[:, None] * 64 + ss[None, :]
-    do = j[:, None] * 64 + sd[None, :]
+    e = tl.arange(0, 64)
+    ss = e
+    sd = e
     mask = ok[:, None]
-    x = tl.load(src + so, mask=mask)
-    tl.store(out + do, x, mask=mask)
+    x = tl.load(src + idx[:, None] * 64 + ss[None, :], mask=mask)
+    tl.store(out + j[:, None] * 64 + sd[None, :], x, mask=mask)

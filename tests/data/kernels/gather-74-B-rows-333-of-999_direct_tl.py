@@ -6,14 +6,12 @@ import triton.language as tl
 def gather_rows_0(src, index, out):
     pid = tl.program_id(0).to(tl.int64)
     k = pid * 256 + tl.arange(0, 256)
-    e = tl.arange(0, 64)
-    ss = e
-    sd = e
     idx = tl.load(index + k, mask=k < 333, other=0).to(tl.int64)
     j = k
     ok = (idx >= 0) & (idx < 999) & (k < 333)
-    so = idx[:, None] * 37 + ss[None, :]
-    do = j[:, None] * 37 + sd[None, :]
+    e = tl.arange(0, 64)
+    ss = e
+    sd = e
     mask = ok[:, None] & (e < 37)[None, :]
-    x = tl.load(src + so, mask=mask)
-    tl.store(out + do, x, mask=mask)
+    x = tl.load(src + idx[:, None] * 37 + ss[None, :], mask=mask)
+    tl.store(out + j[:, None] * 37 + sd[None, :], x, mask=mask)

@@ -37,14 +37,12 @@ def inspect_scatter(index, start, sorted_index, sorted_pos):
 def execute_rows_0(src, index, sorted_pos, out):
     pid = tl.program_id(0).to(tl.int64)
     k = pid * 1 + tl.arange(0, 1)
-    e = tl.arange(0, 4096)
-    ss = e
-    sd = e
     idx = tl.load(index + k).to(tl.int64)
     j = tl.load(sorted_pos + k).to(tl.int64)
     ok = (idx >= 0) & (idx < 64)
-    so = idx[:, None] * 4096 + ss[None, :]
-    do = j[:, None] * 4096 + sd[None, :]
+    e = tl.arange(0, 4096)
+    ss = e
+    sd = e
     mask = ok[:, None]
-    x = tl.load(src + so, mask=mask)
-    tl.store(out + do, x, mask=mask)
+    x = tl.load(src + idx[:, None] * 4096 + ss[None, :], mask=mask)
+    tl.store(out + j[:, None] * 4096 + sd[None, :], x, mask=mask)

@@ -1,0 +1,168 @@
+"""Copy plans: each region of the formulation becomes a piece of the candidate's strategy
+(direct flat blocks, TMA boxes, staged or shuffled transpose tiles); the first region is the
+core and must take the strategy, later ones (ragged tails) fall back to direct copies."""
+
+from __future__ import annotations
+
+from math import prod
+
+from legalsat.analyses.tile_layouts import staged_layouts
+from legalsat.diagnostics import Code
+from legalsat.planner.build.common import pipeline, region_descriptor, region_dims
+from legalsat.planner.formulation import Formulation, Region
+from legalsat.planner.plan import Piece, SmemLayout
+from legalsat.planner.prove import Proof, Walk, prove_copy
+from legalsat.planner.solve import Infeasible, solve_linear, solve_tma_box, solve_transpose_tile
+from legalsat.protocols.synth import TmaPipelineSpec
+from legalsat.targets import Target
+from legalsat.terms.descriptor import Swizzle
+from legalsat.terms.integers import cdiv
+from legalsat.terms.movement import Copy, transposed_pair
+from legalsat.terms.strategy import Strategy
+
+TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
+
+
+def _piece(r: Region, strategy: Strategy, tile: tuple[int, ...], grid: int, num_warps: int,
+           vector_bytes: int, **more) -> Piece:
+    return Piece(r.src_offset, r.dst_offset, r.eb, region_dims(r), strategy, tile, (grid,), num_warps,
+                 vector_bytes, **more)
+
+
+def _straight_dim(r: Region) -> int | None:
+    return next((k for k, (n, s, d) in enumerate(r.dims) if n > 1 and s == 1 and d == 1), None)
+
+
+def direct_piece(r: Region) -> tuple[Piece, Walk]:
+    f = solve_linear(r)
+    return _piece(r, Strategy.DIRECT, (f.block,), f.grid, f.num_warps, f.vector_bytes), Walk(r, linear=f.block)
+
+
+def tma_piece(r: Region, smem: int, target: Target) -> tuple[Piece, Walk]:
+    if not r.dims:
+        raise Infeasible([Code.RANK.at("a single element has no TMA box",
+                                       "nothing to change: it is copied directly")])
+    big = [k for k, d in enumerate(r.dims) if d[0] > 1] or [0]
+    tr = transposed_pair(r.dims)
+    inner = _straight_dim(r)
+    if tr is None and inner is None:
+        raise Infeasible([Code.INNER_CONTIGUOUS.at("no dim is contiguous in both src and dst, and the copy "
+                                                   "is not a transpose", "use the direct plan")])
+    if tr:
+        a, b = tr
+        src_order = (a, b) + tuple(k for k in big if k not in tr)
+        dst_order = (b, a) + tuple(k for k in big if k not in tr)
+    else:
+        src_order = dst_order = (inner,) + tuple(k for k in big if k != inner)
+    if len(src_order) > target.tma.max_rank:
+        raise Infeasible([Code.RANK.at(f"the formulation has {len(src_order)} dims; TMA takes at most "
+                                       f"{target.tma.max_rank}", "make more dims contiguous so they coalesce")])
+    # A transpose permutes the landed box in registers and writes the store box back to
+    # shared memory across its rows; unswizzled, those accesses are bank-conflicted (on the
+    # H100 the bf16 transposes with 512-byte unswizzled boxes ran at 0.24-0.31 of copy, at
+    # 0.80-0.94 capped and swizzled: benchmarks/RESULTS.md), so when both
+    # transposed dims are long enough, both boxes are capped at the swizzle span and both
+    # descriptors swizzle. A short source row (AoS -> SoA) keeps its long destination rows.
+    cap = None
+    if tr and min(r.dims[k][0] for k in tr) * r.eb >= TRANSPOSE_SWIZZLE_SPAN:
+        cap = TRANSPOSE_SWIZZLE_SPAN
+    word = min(r.eb, 8)
+    # a transpose also holds the store box and, while the box is permuted in registers, a
+    # layout-conversion scratch of one box (compiled Gluon kernels: 2 stages + 2 boxes)
+    f = solve_tma_box(r, src_order, smem, word, store_buffers=2 if tr else 1, inner_cap_bytes=cap,
+                      dst_inner=1 if tr else None)
+    box_of = dict(zip(src_order, f.box))
+    scale = r.eb // word
+    elem_box = {k: (v // scale if k == src_order[0] else v) for k, v in box_of.items()}
+    dst_box = tuple(elem_box[k] * (scale if k == dst_order[0] else 1) for k in dst_order)
+    swizzles, ways = (Swizzle.NONE, Swizzle.NONE), (1.0, 1.0)
+    if cap:
+        swizzles = (Swizzle.widest_within(f.box[0] * word), Swizzle.widest_within(dst_box[0] * word))
+    if tr:
+        lays = [lay for lay in staged_layouts(word, target, rows=max(elem_box[tr[1]], 1),
+                                              row_bytes=max(elem_box[tr[0]] * r.eb, 16))
+                if lay.swizzle == swizzles[0] and lay.pad_bytes == 0]
+        ways = (lays[0].write_ways, lays[0].read_ways) if lays else (None, None)
+    descs = (region_descriptor(r, src_order, f.box, "src", r.src_align, target, swizzles[0]),
+             region_descriptor(r, dst_order, dst_box, "dst", r.dst_align, target, swizzles[1]))
+    pipe = pipeline(TmaPipelineSpec(load_bytes=(f.tile_bytes,), store_bytes=f.tile_bytes, smem_bytes=smem,
+                                    stages=f.stages))
+    tiles = tuple(elem_box.get(k, 1) for k in range(len(r.dims)))
+    grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
+    smem_layout = SmemLayout(f.tile_bytes, f.stages, swizzles[0], 0, ways[0], ways[1], store_buffer_bytes=f.tile_bytes)
+    return (_piece(r, Strategy.TMA, tiles, grid, 4, 16, num_stages=f.stages, descriptors=descs, smem=smem_layout,
+                   pipeline=pipe), Walk(r, tiles=tiles))
+
+
+def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: int) -> tuple[Piece, Walk]:
+    """A staged_smem or shuffle tile of a transposing region; a staged tile (with its row
+    padding) fits `smem_budget`."""
+    tr = transposed_pair(r.dims)
+    if tr is None:
+        raise Infeasible([Code.NOT_TRANSPOSING.at("the region is not a transpose")])
+    a, b = tr
+    small = strategy is Strategy.SHUFFLE
+    if small and r.eb > 8:  # the e-class may hold narrower forms; this one is what extraction chose
+        raise Infeasible([Code.SHUFFLE_WORD.at(f"{r.eb}-byte elements: a warp shuffle exchanges words of at "
+                                               "most 8 bytes")])
+    try:
+        f = solve_transpose_tile(r, a, b, 2048 if small else min(32768, smem_budget), small=small)
+    except Infeasible as e:
+        if small or smem_budget >= 32768:
+            raise
+        # no tile fits the budget the request set: that is the reason to report
+        raise Infeasible([Code.SMEM_BUDGET.at(f"no staged tile fits {smem_budget} bytes of shared memory "
+                                              f"({e})", "raise options.smem_bytes, or use the plan's direct "
+                                              "candidate")]) from None
+    tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
+    grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
+    smem = None
+    if not small:
+        row_bytes = f.tile_a * r.eb
+        lays = staged_layouts(min(r.eb, 8), target, rows=f.tile_b, row_bytes=row_bytes) if row_bytes >= 16 else ()
+        if lays:
+            lay = lays[0]
+            smem = SmemLayout(f.tile_b * (row_bytes + lay.pad_bytes), 1, lay.swizzle, lay.pad_bytes,
+                              lay.write_ways, lay.read_ways)
+        else:
+            smem = SmemLayout(f.tile_a * f.tile_b * r.eb, 1, Swizzle.NONE, 0, None, None)
+        if smem.bytes_per_stage > smem_budget:
+            raise Infeasible([Code.SMEM_BUDGET.at(f"the staged tile takes {smem.bytes_per_stage} bytes of shared "
+                                                  f"memory (its row padding included); the budget is {smem_budget}",
+                                                  "raise options.smem_bytes, or use the plan's direct candidate")])
+    return (_piece(r, strategy, tiles, grid, f.num_warps, min(16, f.tile_a * r.eb),
+                   store_vector_bytes=min(16, f.tile_b * r.eb), smem=smem), Walk(r, tiles=tiles))
+
+
+def build_copy(form: Formulation, smem: int, target: Target) -> tuple[list[Piece], list[Walk]]:
+    """The pieces of a copy plan and how each is walked (for the proof)."""
+    pieces, walks = [], []
+    for i, r in enumerate(form.regions):
+        try:
+            if form.strategy is Strategy.DIRECT:
+                piece, walk = direct_piece(r)
+            elif form.strategy is Strategy.TMA:
+                piece, walk = tma_piece(r, smem, target)
+            else:
+                piece, walk = transpose_piece(r, form.strategy, target, smem)
+        except Infeasible:
+            if i == 0:
+                raise
+            piece, walk = direct_piece(r)
+        pieces.append(piece)
+        walks.append(walk)
+    return pieces, walks
+
+
+def prove_copy_plan(m: Copy, form: Formulation, walks: list[Walk]) -> Proof:
+    """The copy plan's proof, against the request with the plan's relayouts applied."""
+    src_strides, dst_strides = list(m.src.strides), list(m.dst.strides)
+    es = m.src.esize
+    for rl in form.relayouts:  # the plan moves into the re-allocated layout
+        strides = src_strides if rl.side == "src" else dst_strides
+        k = max((k for k, (n, s) in enumerate(zip(m.src.shape, strides)) if n > 1 and s * es == rl.old_bytes),
+                default=None)
+        if k is None:
+            raise Infeasible([Code.RELAYOUT.at()])
+        strides[k] = rl.new_bytes // es
+    return prove_copy(m.src.shape, src_strides, dst_strides, es, walks)

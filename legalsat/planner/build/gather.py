@@ -1,0 +1,70 @@
+"""Gather plans: rows (index entries) per program, the slab one index moves, and the
+inspector / executor / window parameters of the strategy."""
+
+from __future__ import annotations
+
+import functools
+from math import prod
+
+from legalsat.diagnostics import Code
+from legalsat.planner.build.common import region_dims
+from legalsat.planner.formulation import Formulation
+from legalsat.planner.plan import Executor, GatherPlan, Inspector, Piece
+from legalsat.planner.prove import Walk, prove_gather
+from legalsat.planner.solve import Infeasible, solve_rows
+from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least
+from legalsat.terms.movement import Distribution, Gather
+from legalsat.terms.strategy import Strategy
+
+INSPECTOR_PASSES = ("histogram", "prefix_sum", "scatter")
+# the inspector passes scan int32 tiles of up to this many elements a step; a scan takes 4
+# bytes of shared memory an element (compiled for sm90: tests/kernels/test_resources.py)
+INSPECTOR_STEP_ELEMENTS = 8192
+SCAN_BYTES_PER_ELEMENT = 4
+BUCKET_SCAN_ELEMENTS = 1024  # the plain inspector's prefix sum scans this many buckets a step
+
+
+def inspector_step(buckets: int, grouped: bool, smem_budget: int) -> int:
+    """Elements of one inspector step: as many as fit the shared-memory budget, up to
+    INSPECTOR_STEP_ELEMENTS; a grouped step holds at least one row of every group."""
+    fit = min(INSPECTOR_STEP_ELEMENTS, smem_budget // SCAN_BYTES_PER_ELEMENT)
+    need = pow2_at_least(buckets) if grouped else BUCKET_SCAN_ELEMENTS
+    if fit < need:
+        what = f"a step over all {buckets} groups" if grouped else f"its prefix sum of {need} buckets"
+        raise Infeasible([Code.SMEM_BUDGET.at(
+            f"the inspector's scans take {need * SCAN_BYTES_PER_ELEMENT} bytes of shared memory ({what}); "
+            f"the budget is {smem_budget}",
+            "raise options.smem_bytes, or use the plan's direct candidate")])
+    return 1 << floor_log2(fit) if grouped else need
+
+WINDOW_ROWS = 32  # a warp's rows: what a window-local (shuffle) gather promises
+
+
+def build_gather(form: Formulation, m: Gather, smem_budget: int):
+    """(GatherPlan, pieces, plan-level fields, prover) of a gather candidate; its kernels'
+    shared memory fits `smem_budget` (Infeasible otherwise)."""
+    slab = form.regions[0]
+    slab_bytes = sum(r.bytes for r in form.regions)
+    f = solve_rows(slab_bytes, slab.eb, m.index.count)
+    walks = [Walk(r, linear=max(r.elems, 1)) for r in form.regions]
+    es = m.src.esize
+    rows = m.src.shape[m.axis] // m.unit
+    inspector = executor = window = None
+    if form.strategy is Strategy.INSPECTOR_EXECUTOR:
+        buckets = m.index.groups or (rows if m.index.distribution is Distribution.PAGED
+                                     else max(1, cdiv(m.index.count, 128)))
+        step = inspector_step(buckets, bool(m.index.groups), smem_budget)
+        inspector = Inspector(buckets, INSPECTOR_PASSES, 8 * m.index.count, step, SCAN_BYTES_PER_ELEMENT * step)
+        executor = Executor(f.rows, "expert" if m.index.groups else "bucket")
+    if form.strategy is Strategy.SHUFFLE:
+        window = WINDOW_ROWS
+    # where index i's slab starts: i * stride on each side (the pieces are relative to it)
+    gather = GatherPlan(m.index.count, m.index.distribution.value, m.unit, slab_bytes, f.rows, m.axis, rows,
+                        m.unit * m.src.strides[m.axis] * es, m.unit * prod(m.out_shape[m.axis + 1:]) * es,
+                        m.out_shape, m.index.groups, inspector, executor, window)
+    grid = cdiv(m.index.count, f.rows)
+    # the slab one index moves, relative to where the index's slab starts on each side
+    pieces = [Piece(r.src_offset, r.dst_offset, r.eb, region_dims(r), form.strategy, (f.rows,), (grid,),
+                    f.num_warps, min(r.eb, 16)) for r in form.regions]
+    prover = functools.partial(prove_gather, m.src.shape, m.src.strides, m.axis, m.unit, m.index.count, es, walks)
+    return gather, pieces, f, prover

@@ -1,0 +1,362 @@
+"""Tile-load plans: the walk the e-graph chose (dims coalesced, unit and broadcast dims out)
+becomes a TMA descriptor (dims past rank 5 that the tile does not span folded into one, as
+CuTe folds them), boxes that tile each tile exactly (z3 picks the swizzle, the boxes and the
+stages under the shared-memory budget), the stage layout those boxes land in, the consumer's
+verdict on it (the bank model; for wgmma operands the matrix-descriptor fields, checked
+element by element), the verified load pipeline, and an estimate per tile.
+
+A direct plan loads the same tiles with pointer loads into the same kind of stage layout.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import z3
+
+from legalsat.analyses.tile_layouts import stage_read_ways
+from legalsat.analyses.wgmma import ELEMENTS, K_BITS, base_offset, operand_fields
+from legalsat.diagnostics import Code
+from legalsat.planner.build.common import checked, pipeline, placeholder_address
+from legalsat.planner.formulation import Formulation
+from legalsat.planner.plan import Dim, KSlice, Piece, SmemLayout, TileBox, TileLoadPlan, WgmmaOperand
+from legalsat.planner.prove import prove_tile_walk
+from legalsat.planner.rules.program import tile_walk_order
+from legalsat.planner.solve import FieldProblem, Infeasible
+from legalsat.protocols.synth import TmaPipelineSpec, fit_stages
+from legalsat.targets import Target
+from legalsat.terms.descriptor import Swizzle, TmaDescriptor
+from legalsat.terms.integers import cdiv, gcd_all
+from legalsat.terms.movement import Consumer, LoadTile, Major
+from legalsat.terms.smem import LayoutDim, StageLayout
+from legalsat.terms.strategy import Strategy
+
+MAX_BOX = 256
+MAX_DESCRIPTOR_RANK = 5
+SWIZZLE_ROWS = 8  # the rows of one swizzle atom (the pattern repeats every 8 x 16-byte chunks)
+TMA_SMEM_ALIGN = 128  # a TMA copy's shared-memory destination is 128-byte aligned
+
+
+@dataclass(frozen=True)
+class WalkDim:
+    """One dim of the extracted walk (a descriptor dim): tensor extent, tile extent, src
+    stride; the request dims it walks (outermost first), how a tile index lands at a position
+    along it (`parts`), and how tile positions give its coordinate (`coords`)."""
+
+    extent: int
+    tile: int
+    stride: int
+    parts: tuple[tuple[int, int], ...]
+    coords: tuple[tuple[int, int], ...]
+
+
+def walk_dims(m: LoadTile, form: Formulation) -> list[WalkDim]:
+    """The formulation's dims (outermost first) matched to the request dims they merged."""
+    shape, tile, strides = m.src.shape, m.tile, m.src.strides
+    order = [k for k in tile_walk_order(m)
+             if not (shape[k] == 1 and tile[k] == 1) and not (form.broadcast and shape[k] > 1 and strides[k] == 0)]
+    out, i = [], 0
+    for g, n, s in form.tile_dims:
+        for j in range(i + 1, len(order) + 1):
+            members = order[i:j]
+            inner = members[1:]
+            if (math.prod(shape[k] for k in members) == g and strides[members[-1]] == s
+                    and tile[members[0]] * math.prod(shape[k] for k in inner) == n
+                    and all(tile[k] == shape[k] for k in inner)):
+                break
+        else:
+            raise AssertionError(f"walk dim {(g, n, s)} matches no run of request dims {order[i:]}")
+        mults, acc = [], 1
+        for k in reversed(members):
+            mults.append((k, acc))
+            acc *= shape[k]
+        out.append(WalkDim(g, n, s, tuple(reversed(mults)), ((members[0], n),)))
+        i = j
+    if i != len(order):
+        raise AssertionError(f"request dims {order[i:]} are in no walk dim")
+    return out
+
+
+def descriptor_dims(dims: list[WalkDim], es: int) -> tuple[list[WalkDim], tuple[int, ...]]:
+    """Descriptor dims, innermost first: the walk's, with dims past rank 5 that the tile does
+    not span folded into one (stride: the gcd of theirs; extent: their span in that stride;
+    coordinate: sum of tile position x stride / gcd). Returns (dims, folded request dims)."""
+    inner_first = list(reversed(dims))
+    if len(inner_first) <= MAX_DESCRIPTOR_RANK:
+        return inner_first, ()
+    keep = [0] + [j for j in range(1, len(inner_first)) if inner_first[j].tile > 1]
+    small = [j for j in range(1, len(inner_first)) if inner_first[j].tile == 1]
+    while len(keep) < MAX_DESCRIPTOR_RANK - 1 and small:
+        keep.append(small.pop(0))
+    fold = [inner_first[j] for j in small]
+    stride = gcd_all(d.stride for d in fold)
+    extent = 1 + sum((d.extent - 1) * d.stride // stride for d in fold)
+    members = tuple(k for d in fold for k, _ in d.coords)
+    folded = WalkDim(extent, 1, stride, (), tuple((k, d.stride // stride) for d in fold for k, _ in d.coords))
+    return [inner_first[j] for j in sorted(keep)] + [folded], members
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One way to land the tile: swizzle, box per descriptor dim, the layout, and its verdicts."""
+
+    swizzle: Swizzle
+    box: tuple[int, ...]
+    layout: StageLayout
+    read_ways: float
+    wgmma: WgmmaOperand | None
+    note: str | None
+    row_major: bool = True  # the boxes stack in the tile's row-major order
+    pow2: bool = True  # every box dim a power of two (what Triton's descriptors take)
+
+
+def stage_layout(dims: list[WalkDim], box: tuple[int, ...], es: int, swizzle: Swizzle) -> StageLayout:
+    """Boxes land densely, each row-major over the descriptor dims (innermost contiguous);
+    boxes along the innermost dim are the slowest (CuTe's tiling of a GMMA atom: the chunks of
+    the contiguous dim outermost, the rows continuous across boxes)."""
+    boxes = [d.tile // b for d, b in zip(dims, box)]
+    box_elems = math.prod(box)
+    strides, acc = [], 1
+    for b in box:
+        strides.append(acc)
+        acc *= b
+    box_strides = [0] * len(dims)
+    acc = box_elems
+    for j in [*range(1, len(dims)), 0]:
+        box_strides[j] = acc
+        acc *= boxes[j]
+    return StageLayout(tuple(LayoutDim(d.parts, b, n, s, bs) for d, b, n, s, bs in
+                             zip(dims, box, boxes, strides, box_strides)), es, swizzle)
+
+
+def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None, str | None]:
+    """The matrix-descriptor fields of every k-slice of a wgmma operand tile, or why none."""
+    spec = m.consumer
+    mat = m.matrix()
+    is_a = spec.kind is Consumer.WGMMA_A
+    element = spec.element or m.src.dtype
+    eb = layout.element_bytes
+    if element.name not in ELEMENTS:
+        return None, (f"the tensor core reads f16, bf16, tf32, e4m3, e5m2, s8 and u8 operands, not {element.name}: "
+                      "set consumer.element to the type it reads")
+    contiguous = {k for k, mult in layout.dims[0].parts if mult == 1} if layout.dims else set()
+    col_major = Major.K if is_a else Major.MN  # which operand dim the matrix's columns are
+    if mat.col_dim in contiguous:
+        major = col_major
+    elif mat.row_dims and mat.row_dims[-1] in contiguous:
+        major = Major.MN if col_major is Major.K else Major.K
+    else:
+        return None, "neither matrix dim is contiguous in shared memory: wgmma cannot read the tile"
+    if spec.major is not None and spec.major is not major:
+        return None, (f"the tile lands {major.value}-major (TMA keeps the source's order) but the consumer "
+                      f"asked for {spec.major.value}-major")
+    if major is Major.MN and element.storage_bits != 16:
+        return None, f"wgmma reads {element.name} operands K-major only; this tile lands MN-major"
+    k_width = K_BITS // (8 * eb)
+    mn_extent, k_extent = (mat.rows, mat.cols) if is_a else (mat.cols, mat.rows)
+    if mn_extent % 8 or k_extent % k_width:
+        return None, (f"a wgmma operand is whole 8-row groups by whole {k_width}-element k-slices; the tile is "
+                      f"{mn_extent} x {k_extent}")
+    per = min(mn_extent, 64) if is_a else mn_extent  # the rows one instruction reads
+    if mn_extent % per:
+        return None, f"wgmma_a reads M in 64-row blocks; the tile has {mn_extent} rows"
+    mn, k = np.meshgrid(np.arange(mn_extent), np.arange(k_extent), indexing="ij")
+    off = layout.offsets(mat.indices(mn, k) if is_a else mat.indices(k, mn))
+    grid = off.reshape(mn_extent // per, per, k_extent // k_width, k_width)  # (block, mn, slice, k)
+    starts = grid[:, 0, :, 0]
+    fields = operand_fields(grid[0, :, 0, :] - starts[0, 0], major, layout.swizzle, eb)
+    if fields is None:
+        return None, f"no wgmma descriptor addresses the {layout.swizzle.value} layout of the tile"
+    canonical = grid[0, :, 0, :] - starts[0, 0]
+    if ((grid - starts[:, None, :, None]) != canonical[None, :, None, :]).any():
+        return None, "the k-slices (or 64-row blocks) of the tile are not laid out alike: one descriptor per slice " \
+                     "cannot address them"
+    step = int(starts[1, 0] - starts[0, 0]) if len(starts) > 1 else 0
+    if ((starts - starts[0]) != np.arange(len(starts))[:, None] * step).any():
+        return None, "the 64-row blocks of M are not evenly spaced"
+    slices = tuple(KSlice(s * k_width, int(st), base_offset(int(st), layout.swizzle)) for s, st in enumerate(starts[0]))
+    return WgmmaOperand(major, fields.layout_type, layout.swizzle, fields.lbo_bytes, fields.sbo_bytes,
+                        slices, step, element.name), None
+
+
+def _pow2_box(extent: int) -> int:
+    """The largest power of two that divides `extent`, at most 256 (a box dim)."""
+    return min(extent & -extent, MAX_BOX)
+
+
+def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy: Strategy) -> list[Choice]:
+    """Every way the tile's inner extent allows to land it (each swizzle with an inner box of
+    its span; unswizzled with the widest box; for a wgmma operand, unswizzled 16-byte boxes: the
+    interleaved core-matrix layout), the other boxes as large as they divide the tile (powers
+    of two, or the whole extent, at most 256), up to the first dim that takes several and one
+    outside it, or each dim on its own; with the consumer's verdict on each layout. Boxes of
+    fewer than 8 rows are unswizzled; TMA plans whose boxes would land off 128-byte alignment
+    are left out."""
+    inner_bytes = dims[0].tile * es
+    inner = [(sw, sw.span_bytes // es) for sw in (Swizzle.B128, Swizzle.B64, Swizzle.B32)
+             if inner_bytes % sw.span_bytes == 0]
+    widest = _pow2_box(dims[0].tile)
+    if strategy is not Strategy.TMA or widest * es >= 16:
+        inner.append((Swizzle.NONE, widest))
+    if m.consumer.is_wgmma and inner_bytes % 16 == 0 and (Swizzle.NONE, 16 // es) not in inner:
+        inner.append((Swizzle.NONE, 16 // es))
+    outer_choices: dict[tuple[int, ...], tuple[bool, bool]] = {}
+    for exact in (False, True):
+        for row_major in (True, False):
+            outer_choices.setdefault(tuple(_outer_boxes(dims, row_major, exact)), (row_major, not exact))
+    out = []
+    for outer, (row_major, pow2) in outer_choices.items():
+        inners = inner
+        if math.prod(outer) < SWIZZLE_ROWS:  # a swizzle atom is 8 rows: boxes of fewer go unswizzled,
+            inners = [(sw, b) for sw, b in inner if sw is Swizzle.NONE]  # as Triton and CuTe lay them out
+            if not inners and (strategy is not Strategy.TMA or widest * es >= 16):
+                inners = [(Swizzle.NONE, widest)]
+        for sw, b0 in inners:
+            box = (b0, *outer)
+            boxes = math.prod(d.tile // b for d, b in zip(dims, box))
+            if strategy is Strategy.TMA and boxes > 1 and math.prod(box) * es % TMA_SMEM_ALIGN:
+                continue  # a box would land off the 128-byte alignment TMA writes to
+            layout = stage_layout(dims, box, es, sw)
+            ways = stage_read_ways(layout, m.matrix(), m.consumer.kind, m.consumer.major, target)
+            wg, note = wgmma_operand(m, layout) if m.consumer.is_wgmma else (None, None)
+            out.append(Choice(sw, box, layout, ways, wg, note, row_major, pow2 or all(b & (b - 1) == 0 for b in box)))
+    return out
+
+
+def _outer_boxes(dims: list[WalkDim], row_major: bool, exact: bool) -> list[int]:
+    """The box of each dim past the innermost: the largest power of two dividing its tile
+    extent (at most 256), or (`exact`) the whole extent where it is at most 256; `row_major`:
+    once a dim takes several boxes, the dims outside it take one row per box, so the boxes
+    stack in the tile's row-major order."""
+    outer, split = [], False
+    for d in dims[1:]:
+        b = 1 if split else d.tile if exact and d.tile <= MAX_BOX else _pow2_box(d.tile)
+        split = split or (row_major and b < d.tile)
+        outer.append(b)
+    return outer
+
+
+def _pick(choices: list[Choice], tile_bytes: int, smem: int, wgmma: bool) -> tuple[Choice, int]:
+    """z3 picks the swizzle and stages: no conflicts when a conflict-free layout exists; for a
+    wgmma operand, an addressable layout first; then power-of-two boxes (Triton's descriptors
+    take no others), boxes in the tile's row-major order, the widest swizzle and the most
+    stages (up to 4) within the budget."""
+    fp = FieldProblem("tile layout")
+    c = z3.Int("choice")
+    stages = z3.Int("stages")
+    fp.opt.add(c >= 0, c < len(choices), stages >= 1, stages <= 4)
+    fp.require("smem_budget", stages * (tile_bytes + 8) <= smem,
+               f"one stage of the tile is {tile_bytes} bytes (+8 for its mbarrier); the budget is {smem}",
+               "raise options.smem_bytes, or load a smaller tile (a tile that a cluster of n CTAs shares is n "
+               "tiles of 1/n its size, one per CTA)", Code.SMEM_BUDGET)
+
+    def table(values) -> z3.ArithRef:
+        out = z3.IntVal(values[-1])
+        for i in range(len(values) - 2, -1, -1):
+            out = z3.If(c == i, z3.IntVal(values[i]), out)
+        return out
+
+    fp.opt.minimize(table([0 if ch.wgmma is not None or not wgmma else 1 for ch in choices]))
+    fp.opt.minimize(table([round(ch.read_ways * 1000) for ch in choices]))
+    fp.opt.minimize(table([0 if ch.pow2 else 1 for ch in choices]))
+    fp.opt.minimize(table([0 if ch.row_major else 1 for ch in choices]))
+    m = fp.solve([table([ch.swizzle.span_bytes for ch in choices]), stages])
+    return choices[m[c].as_long()], m[stages].as_long()
+
+
+def _boxes(tiles: tuple[int, ...], box: tuple[int, ...], layout: StageLayout, es: int) -> tuple[TileBox, ...]:
+    """Every box of a tile, in stage order: origin per descriptor dim (innermost first) and
+    stage offset."""
+    counts = [t // b for t, b in zip(tiles, box)]
+    out = []
+    for flat in range(math.prod(counts)):
+        idx, rest = [], flat
+        for n in counts:
+            rest, r = divmod(rest, n)
+            idx.append(r)
+        origin = tuple(i * b for i, b in zip(idx, box))
+        off = sum(i * d.box_stride for i, d in zip(idx, layout.dims)) * es
+        out.append(TileBox(origin, off))
+    return tuple(sorted(out, key=lambda b: b.smem_offset_bytes))
+
+
+def estimate_us(target: Target, tiles: int, tile_bytes: int, stages: int, efficiency: int) -> float:
+    """The walk's time: its fixed part (launch, pipeline fill, tail), then every tile read
+    once at `efficiency` permille of the copy bandwidth, or, when each SM holds few tiles, one
+    round trip per `stages` tiles in flight."""
+    c = target.cost
+    bandwidth = tiles * tile_bytes * 1e-3 / (c.copy_bandwidth_gbps * efficiency / 1000)  # us
+    latency = cdiv(cdiv(tiles, target.sm_count), stages) * c.tma_latency_ns * 1e-3
+    return c.tile_walk_ns * 1e-3 + max(bandwidth, latency)
+
+
+def vector_bytes(m: LoadTile, dims: list[WalkDim]) -> int:
+    """The widest access along the contiguous dim a tile's rows allow (16 bytes at most)."""
+    inner = dims[0].tile * m.src.esize if dims[0].stride == 1 else m.src.esize
+    return min(16, inner & -inner, m.src.base_align)
+
+
+def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
+    """(plan-level fields, TileLoadPlan, estimated us, prover) of a tile-load candidate."""
+    es = m.src.esize
+    walk = walk_dims(m, form)
+    strategy = form.strategy
+    if strategy is Strategy.TMA:
+        dims, folded = descriptor_dims(walk, es)
+        if len(dims) > MAX_DESCRIPTOR_RANK:
+            raise Infeasible([Code.RANK.at(f"{len(dims)} descriptor dims after folding; TMA takes at most 5")])
+    else:
+        dims, folded = list(reversed(walk)), ()
+    if not dims:  # a single element
+        dims = [WalkDim(1, 1, 1, (), ())]
+    tile_bytes = math.prod(d.tile for d in dims) * es
+    choices = _choices(m, dims, es, target, strategy)
+    if not choices:
+        if (dims[0].tile * es) % 16 == 0:
+            raise Infeasible([Code.SMEM_BOX_ALIGN.at(f"the tile's boxes hold {math.prod(d.tile for d in dims) * es} "
+                                                     "bytes between them in pieces of under 128 bytes")])
+        raise Infeasible([Code.INNER_BOX_16B.at(f"the tile's contiguous extent is {dims[0].tile * es} bytes; a TMA "
+                                                "box needs whole 16-byte units")])
+    choice, stages = _pick(choices, tile_bytes, smem, m.consumer.is_wgmma)
+    broadcast = tuple(k for k in range(m.src.rank) if form.broadcast and m.src.shape[k] > 1 and m.src.strides[k] == 0)
+    grid = m.tiles()
+    boxes = _boxes(tuple(d.tile for d in dims), choice.box, choice.layout, es)
+    descriptors, pipe = (), None
+    if strategy is Strategy.TMA:
+        desc = checked(TmaDescriptor.from_fields(
+            dtype=m.src.dtype.tma_name, rank=len(dims), global_address=placeholder_address(m.src.base_align),
+            global_dim=[d.extent for d in dims], global_strides=[d.stride * es for d in dims[1:]],
+            box_dim=list(choice.box), element_strides=[1] * len(dims), swizzle=choice.swizzle.value,
+            l2_promotion="128B", oob_fill="none"), target, "load")
+        descriptors = (desc,)
+        box_bytes = math.prod(choice.box) * es
+        pipe = pipeline(TmaPipelineSpec(load_bytes=(box_bytes * len(boxes),), smem_bytes=smem, stages=stages,
+                                        boxes=len(boxes)))
+    else:
+        stages = min(stages, fit_stages(TmaPipelineSpec(load_bytes=(tile_bytes,), smem_bytes=smem)))
+    tiles = math.prod(grid)
+    if strategy is Strategy.TMA:
+        total_us = estimate_us(target, tiles, tile_bytes, stages, target.cost.tile_tma)
+    else:  # each byte goes through registers on its way (twice the traffic), one tile in flight
+        width = dict(target.cost.by_width).get(min(16, vector_bytes(m, dims)), target.cost.scatter)
+        total_us = estimate_us(target, tiles, tile_bytes, 1, width // 2)
+    note = choice.note if m.consumer.is_wgmma and choice.wgmma is None else None
+    plan = TileLoadPlan(grid, tuple(d.coords for d in dims), boxes, choice.layout, "zero", folded, broadcast,
+                        m.consumer.kind.value, choice.read_ways, choice.wgmma, round(total_us / tiles, 4), note)
+    prover = functools.partial(prove_tile_walk, m, [(d.extent, d.stride, d.coords) for d in dims], choice.box, boxes,
+                               choice.layout)
+    smem_layout = SmemLayout(tile_bytes, stages, choice.swizzle, 0, 1.0, choice.read_ways,
+                             boxes_per_stage=len(boxes))
+    vec = vector_bytes(m, dims)
+    # the walk as a piece: its dims (outermost first) with their source strides and the stage's
+    # strides inside a box; a tile of the walk's tile extents per program
+    piece = Piece(0, 0, es, tuple(Dim(d.extent, d.stride, ld.stride) for d, ld in
+                                  zip(reversed(dims), reversed(choice.layout.dims))),
+                  strategy, tuple(d.tile for d in reversed(dims)), (tiles,), 4, vec, None, stages,
+                  descriptors or None, smem_layout, pipe)
+    fields = dict(tile=m.tile, grid=(tiles,), num_warps=4, num_stages=stages, vector_bytes=vec,
+                  descriptors=descriptors, smem=smem_layout, pipeline=pipe, pieces=(piece,))
+    return fields, plan, total_us, prover

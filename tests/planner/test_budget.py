@@ -1,0 +1,72 @@
+"""Limits are results: z3 and islpy get their share of the request's `timeout_ms` and report
+a named reason when it runs out; `timeout_ms` bounds the whole request alike in the Python
+API, the command line and the service."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+import z3
+
+from legalsat.api import optimize
+from legalsat.diagnostics import Code
+from legalsat.planner import budget, stages
+from legalsat.planner.solve import FieldProblem, Infeasible
+from legalsat.schemas.optimize import parse_request
+from legalsat.terms.strategy import Strategy
+from legalsat.testing.planner_suite import permuted, view
+
+SHAPE, PERM = [3, 5, 2, 7, 4, 3, 2, 6], [7, 2, 5, 0, 3, 6, 1, 4]
+RANK8 = {"op": {"kind": "copy", "src": view("float32", SHAPE), "dst": permuted("float32", SHAPE, PERM)}}
+
+
+def test_z3_out_of_budget_is_solver_timeout():
+    with budget.deadline(0):
+        fp = FieldProblem("sum of three cubes")
+        x, y, z = z3.Ints("x y z")
+        fp.require("cubes", x * x * x + y * y * y + z * z * z == 33, "no such cubes")
+        fp.require("large", z3.And(x > 10**6, y < -(10**6)), "large")
+        with pytest.raises(Infeasible) as e:
+            fp.solve([])
+    assert [r.code for r in e.value.reasons] == [Code.SOLVER_TIMEOUT] and e.value.reasons[0].fix
+
+
+def test_islpy_out_of_budget_is_proof_budget(monkeypatch):
+    req = parse_request(RANK8)
+    with stages.saturate(req) as sat:
+        cand = next(c for c in stages.extract(sat) if c.strategy is Strategy.STAGED_SMEM)
+    built = stages.solve(req, cand)
+    assert stages.verify(built).ok
+    monkeypatch.setattr(stages, "isl_operations", lambda: 50)
+    with pytest.raises(Infeasible) as e:
+        stages.verify(built)
+    assert [r.code for r in e.value.reasons] == [Code.PROOF_BUDGET]
+
+
+def _rejected_codes(out: dict) -> set[str]:
+    return {r["rule"] for x in out["rejected"] for r in x["reasons"]}
+
+
+def test_timeout_ms_bounds_the_whole_request_in_the_api():
+    """A rank-8 permute once spent 3 s of a 2 s budget in verification: now the answer keeps
+    to the budget, and what it had no time for is rejected by name."""
+    t = time.perf_counter()
+    out = optimize({**RANK8, "options": {"timeout_ms": 2000, "max_plans": 5}})
+    assert out["status"] == "ok" and out["plans"]
+    assert time.perf_counter() - t < 8  # the budget and the process's own overhead, on a loaded machine
+    starved = optimize({**RANK8, "options": {"timeout_ms": 1, "max_plans": 5}})
+    assert starved["egraph"]["stop_reason"] == "time_limit"
+    assert "planning_deadline" in _rejected_codes(starved)
+    assert all(r["fix"] for x in starved["rejected"] for r in x["reasons"])
+
+
+def test_timeout_ms_means_the_same_on_the_command_line(tmp_path, capsys):
+    from legalsat.clients.cli import main
+
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps({**RANK8, "options": {"timeout_ms": 1, "max_plans": 5}}))
+    main(["optimize", "--compact", str(path)])
+    out = json.loads(capsys.readouterr().out)
+    assert out["egraph"]["stop_reason"] == "time_limit" and "planning_deadline" in _rejected_codes(out)

@@ -1,0 +1,101 @@
+"""Every answer is right or a named error: every target plans every movement kind (or says
+why not), a cache hit is validated like a miss, fields are the request's own paths, the
+OpenAPI document states the enforced limits, strides that look like bytes get a warning,
+options.smem_bytes binds every strategy, and every legalsat exception survives pickling."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from legalsat.testing.planner_suite import permuted, view
+
+from .conftest import SMALL
+
+GATHER = {"op": {"kind": "gather", "src": view("bfloat16", [1000, 64]), "axis": 0,
+                 "index": {"count": 300, "distribution": "clustered", "groups": 8}}}
+TILE = {"op": {"kind": "load_tile", "src": view("bfloat16", [256, 256]), "tile": [64, 64], "consumer": "rows"}}
+
+
+@pytest.mark.parametrize("target", ["sm90", "sm100", "gfx942"])
+@pytest.mark.parametrize("request_", [SMALL, GATHER, TILE], ids=["copy", "gather", "load_tile"])
+def test_every_target_plans_every_kind(client, target, request_):
+    r = client.post("/v1/optimize", json={**request_, "target": target})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["plans"], out["rejected"]
+    if target == "gfx942":  # no TMA unit: TMA is rejected by name, the rest plan
+        assert all(p["strategy"] != "tma" for p in out["plans"])
+        tma = [x for x in out["rejected"] if x["strategy"] == "tma"]
+        assert tma and all(reason["fix"] for x in tma for reason in x["reasons"])
+
+
+def test_a_cache_hit_is_validated_like_a_miss(client):
+    assert client.post("/v1/optimize", json=SMALL).status_code == 200  # now cached
+    r = client.post("/v1/optimize", json={**SMALL, "request_id": "x" * 1_000_000})
+    assert r.status_code in (413, 422)
+    r = client.post("/v1/optimize", json={**SMALL, "options": {"max_plans": -1}})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "options.max_plans"
+
+
+def test_fields_are_the_requests_own_paths(client):
+    bad = {"op": {"kind": "copy", "src": {**SMALL["op"]["src"], "shape": [0, 4]}, "dst": SMALL["op"]["dst"]}}
+    r = client.post("/v1/optimize", json=bad)
+    assert r.status_code == 422 and r.json()["error"]["field"].startswith("op.src.")
+    r = client.post("/v1/optimize", json={"op": {"kind": "gather", "src": view("float32", [4, 4]), "axis": 0,
+                                                  "index": {"count": "many"}}})
+    assert r.status_code == 422 and r.json()["error"]["field"] == "op.index.count"
+
+
+def test_openapi_states_the_enforced_limits(client, server):
+    doc = client.get("/openapi.json").json()
+    body = doc["paths"]["/v1/optimize/batch"]["post"]["requestBody"]
+    schema = body["content"]["application/json"]["schema"]
+    assert schema.get("maxItems") == 256
+    assert "bytes" in body.get("description", "")
+
+
+def test_strides_given_in_bytes_get_a_warning(client):
+    # a bf16 [64, 96] view whose strides are the byte strides: no dim has stride 1
+    src = {"dtype": "bfloat16", "shape": [64, 96], "strides": [192, 2]}
+    r = client.post("/v1/optimize", json={"op": {"kind": "copy", "src": src, "dst": view("bfloat16", [64, 96])}})
+    assert r.status_code == 200
+    warnings = r.json().get("warnings") or []
+    assert [w["code"] for w in warnings] == ["strides_in_bytes"] and warnings[0]["field"] == "op.src.strides"
+    clean = client.post("/v1/optimize", json={"op": {"kind": "copy", "src": view("bfloat16", [64, 96]),
+                                                     "dst": permuted("bfloat16", [64, 96], [1, 0])}})
+    assert not clean.json().get("warnings")
+
+
+def test_smem_bytes_binds_every_strategy():
+    from legalsat.api import optimize
+
+    transpose = {"op": {"kind": "copy", "src": view("bfloat16", [512, 512]),
+                        "dst": permuted("bfloat16", [512, 512], [1, 0])}, "options": {"max_plans": 5}}
+    for budget in (64, 4096, 20000):
+        out = optimize({**transpose, "options": {"max_plans": 5, "smem_bytes": budget}})
+        for p in out["plans"]:
+            for piece in p["pieces"]:
+                smem = piece.get("smem")
+                if smem:
+                    used = smem["bytes_per_stage"] * smem["stages"] + (smem.get("store_buffer_bytes") or 0)
+                    assert used <= budget, (budget, p["strategy"], smem)
+        staged = [x for x in out["rejected"] if x["strategy"] == "staged_smem"]
+        if budget == 64:
+            assert staged and staged[0]["reasons"][0]["rule"] == "smem_budget"
+
+
+def test_every_legalsat_exception_survives_pickling():
+    from legalsat.clients.http import ServiceError
+    from legalsat.diagnostics import Code
+    from legalsat.planner.solve import Infeasible
+    from legalsat.server.errors import ApiError
+
+    errors = [Code.INVALID_INPUT.error("op.src.shape has 0 dims", "give 1 to 8 dims", "op.src.shape"),
+              Infeasible([Code.SMEM_BUDGET.at("too big", "raise options.smem_bytes")]),
+              ApiError(429, Code.QUEUE_FULL, headers={"Retry-After": "1"})]
+    errors.append(ServiceError(503, "queue_full", "the queue stayed full", "retry later", None))
+    for e in errors:
+        back = pickle.loads(pickle.dumps(e))
+        assert type(back) is type(e) and str(back) == str(e)

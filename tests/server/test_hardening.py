@@ -1,0 +1,194 @@
+"""The service against hostile and careless clients: /healthz stays responsive while heavy
+requests run, workers die with the server, memory stays under the workers' limit, the HTTP
+limits hold (head size, body time, JSON only, Host allow-list, no redirects), a client that
+goes away mid-body is no 500, and a batch item fails alone."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from legalsat.testing.live_server import LiveServer
+
+from .conftest import SLOW, SMALL
+
+
+def _copy(shape, dst_strides) -> dict:
+    src = []
+    acc = 1
+    for n in reversed(shape):
+        src.insert(0, acc)
+        acc *= n
+    return {"op": {"kind": "copy", "src": {"dtype": "float32", "shape": shape, "strides": src},
+                   "dst": {"dtype": "float32", "shape": shape, "strides": dst_strides}}}
+
+
+# rank-8 destinations whose strides are not nested: whether they overlap takes islpy ~0.1-0.2 s
+NOT_NESTED = [([4, 2, 3, 2, 3, 2, 2, 4], [1, 4, 12, 36, 108, 432, 1296, 1867]),
+              ([4, 2, 4, 2, 3, 2, 2, 3], [1, 4, 8, 32, 63, 192, 576, 1152]),
+              ([3, 3, 3, 2, 4, 3, 3, 3], [1, 4, 12, 36, 108, 383, 1296, 3888]),
+              ([3, 3, 2, 2, 3, 3, 2, 3], [1, 4, 16, 32, 64, 185, 576, 1728])]
+
+
+def _healthz_while(url: str, work) -> float:
+    """The slowest /healthz answer (s) while `work()` runs."""
+    worst, done = 0.0, threading.Event()
+
+    def poll():
+        nonlocal worst
+        with httpx.Client(base_url=url, timeout=30) as c:
+            while not done.is_set():
+                t = time.perf_counter()
+                assert c.get("/healthz").status_code == 200
+                worst = max(worst, time.perf_counter() - t)
+                time.sleep(0.02)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    try:
+        work()
+    finally:
+        done.set()
+        poller.join()
+    return worst
+
+
+def test_healthz_answers_within_a_second_while_heavy_requests_run(server):
+    big_walk = {"op": "load", "pattern": "cols", "vector": 1, "tile": {"dtype": "float32", "shape": [4096, 4096]}}
+    batch = [_copy(*NOT_NESTED[k % 4]) for k in range(16)]
+
+    def work():
+        with httpx.Client(base_url=server.url, timeout=120) as c, ThreadPoolExecutor(6) as ex:
+            walks = [ex.submit(c.post, "/v1/analyze/bank-conflicts", json=big_walk) for _ in range(4)]
+            b = ex.submit(c.post, "/v1/optimize/batch", json=batch)
+            for f in walks:
+                r = f.result()
+                assert r.status_code == 422 and r.json()["error"]["field"] == "tile"
+            items = b.result().json()
+            assert len(items) == 16 and all(it["status"] == "error" for it in items)
+            assert all(it["error"]["field"] == "op.dst.strides" for it in items)
+
+    assert _healthz_while(server.url, work) < 1.0
+
+
+def _alive(pids: list[int]) -> list[int]:
+    out = []
+    for p in pids:
+        try:
+            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z":
+            out.append(p)
+    return out
+
+
+def test_kill_9_of_the_server_takes_every_worker_with_it(tmp_path):
+    srv = LiveServer(workers=2, cache_path="", log_level="warning").start()
+    try:
+        tree = srv.descendants()
+        assert len(tree) >= 3  # forkserver, two workers (and the resource tracker)
+        def plan():
+            with contextlib.suppress(httpx.HTTPError):  # the server goes away mid-answer
+                httpx.post(srv.url + "/v1/optimize", json=SLOW, timeout=60)
+
+        busy = threading.Thread(target=plan, daemon=True)
+        busy.start()
+        time.sleep(1.0)  # a worker is planning now
+        os.kill(srv.proc.pid, signal.SIGKILL)  # the server only, as the OOM killer would
+        srv.proc.wait()
+        end = time.monotonic() + 5
+        while _alive(tree) and time.monotonic() < end:
+            time.sleep(0.1)
+        assert _alive(tree) == []
+    finally:
+        srv.kill()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):  # the peak
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_workers_keep_under_their_memory_limit_and_say_so():
+    with LiveServer(workers=1, cache_path="", worker_memory_mb=1024, log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=120) as c:
+        proto = {"barriers": [{"name": "full", "count": 2}],
+                 "roles": [{"name": "p", "blocks": [{"count": 4000, "ops": [
+                     {"op": "expect_tx", "bar": "full", "bytes": 1024}] * 64}]}]}
+        t = time.perf_counter()
+        r = c.post("/v1/verify/pipeline", json=proto)
+        assert r.status_code == 422 and "unrolls" in r.json()["error"]["message"]
+        assert time.perf_counter() - t < 2
+        big = {**SLOW, "options": {"node_limit": 10_000_000, "timeout_ms": 20_000}}
+        r = c.post("/v1/optimize", json=big)
+        assert r.status_code == 200, r.text
+        assert r.json()["egraph"]["stop_reason"] == "node_limit"  # the cap its memory holds
+        assert all(_rss_mb(p) < 1024 for p in srv.descendants()), [_rss_mb(p) for p in srv.descendants()]
+
+
+def _raw(url: str, data: bytes, wait: float = 5.0) -> bytes:
+    host, port = url.split("//")[1].split(":")
+    with socket.create_connection((host, int(port)), timeout=wait) as s:
+        s.sendall(data)
+        out = b""
+        try:
+            while chunk := s.recv(65536):
+                out += chunk
+        except TimeoutError:
+            pass
+    return out
+
+
+def test_http_limits_hold_and_refusals_keep_the_error_shape():
+    with LiveServer(workers=1, cache_path="", body_timeout_s=1, max_header_bytes=8192,
+                    allowed_hosts='["127.0.0.1", "legalsat.local"]', log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=30) as c:
+        t = time.perf_counter()
+        head = _raw(srv.url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 431") and b'"headers_too_large"' in head
+        assert time.perf_counter() - t < 2
+        t = time.perf_counter()
+        slow = _raw(srv.url, b"POST /v1/optimize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: 1000\r\n\r\n{\"op\":", wait=10)
+        assert slow.startswith(b"HTTP/1.1 408") and b'"body_timeout"' in slow and time.perf_counter() - t < 5
+        for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+            r = c.post("/v1/optimize", content=b"{}", headers={"content-type": kind})
+            assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
+        r = c.post("/v1/optimize", json=SMALL, headers={"host": "evil.example"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "bad_host"
+        assert c.post("/v1/optimize", json=SMALL, headers={"host": "legalsat.local"}).status_code == 200
+        r = c.post("/v1/optimize/", json=SMALL, headers={"host": "legalsat.local"})
+        assert r.status_code == 404 and "location" not in r.headers  # no redirect naming the Host
+
+
+def test_a_client_gone_mid_body_is_not_a_500(server):
+    host, port = server.url.split("//")[1].split(":")
+    for _ in range(3):
+        with socket.create_connection((host, int(port))) as s:
+            s.sendall(b"POST /v1/optimize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      b"Content-Length: 5000\r\n\r\n{\"op\": {")
+    time.sleep(0.5)
+    metrics = httpx.get(server.url + "/metrics").text
+    assert 'status="500"' not in metrics
+
+
+def test_a_batch_item_fails_alone(server):
+    huge = {"dtype": "bfloat16", "shape": [1 << 30, 1 << 30], "strides": [1 << 30, 1]}
+    items = [SMALL, {"op": {"kind": "copy", "src": huge, "dst": {**huge, "strides": [1, 1 << 30]}}},
+             {"request_id": "deep", "op": [[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]}, "not an object", SMALL]
+    r = httpx.post(server.url + "/v1/optimize/batch", json=items, timeout=60)
+    assert r.status_code == 200
+    out = r.json()
+    assert [o["status"] for o in out] == ["ok", "error", "error", "error", "ok"]
+    assert out[1]["error"]["field"] == "op.src.shape" and out[2]["request_id"] == "deep"
