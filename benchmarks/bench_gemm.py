@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPEATS = 3
 SHAPES = [  # name, M, K, N, B stored as: "kn" ([K, N] row-major) or "nk" (W [N, K], b = W.t())
     ("bf16 4096^3, B [K,N]", 4096, 4096, 4096, "kn"),
     ("bf16 4096^3, B = W.t()", 4096, 4096, 4096, "nk"),
@@ -90,9 +89,9 @@ def plan() -> None:
 def run(out_dir: Path) -> None:
 
     import torch
-    from triton.testing import do_bench
 
     from benchmarks.environment import gpu_environment
+    from benchmarks.measure import METHOD, timed
     from legalsat.clients.matmul import choose, relayout
     from legalsat.clients.triton import matmul
 
@@ -100,9 +99,6 @@ def run(out_dir: Path) -> None:
     dev = torch.device("cuda")
     env = gpu_environment(dev)
     print(json.dumps(env), flush=True)
-
-    def timed(fn) -> float:
-        return sorted(do_bench(fn, return_mode="median") for _ in range(REPEATS))[REPEATS // 2]
 
     recorded = json.loads(PLANS.read_text())
 
@@ -154,7 +150,7 @@ def run(out_dir: Path) -> None:
         torch.cuda.empty_cache()
         rows.append(row)
     results = {"env": env, "rows": rows,
-               "timing": f"median of {REPEATS} do_bench(return_mode='median') runs; plans made before timing"}
+               "timing": f"{METHOD}; plans made before timing"}
     (out_dir / "gemm_results.json").write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
 

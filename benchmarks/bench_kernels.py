@@ -23,7 +23,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "kernel_plans.json"
-REPEATS = 3
 CASES = HERE / "kernel_cases.json"
 
 
@@ -52,20 +51,17 @@ def plan() -> None:
 # ---------------------------------------------------------------- run (GPU)
 def run(out_dir: Path) -> None:
     import torch
-    from triton.testing import do_bench
 
     from benchmarks.environment import gpu_environment
+    from benchmarks.measure import METHOD, candidates
+    from benchmarks.measure import timed as measure_timed
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import Inputs, make_inputs, poison, reference, same_bits
 
     spreads: list[float] = []
 
     def timed(fn) -> float:
-        """Median of REPEATS do_bench medians (one do_bench median moved by up to 15% between
-        runs on the H100 for a 60 us kernel); the spread is kept with the result."""
-        ms = sorted(do_bench(fn, return_mode="median") for _ in range(REPEATS))
-        spreads.append(ms[-1] / ms[0])
-        return ms[len(ms) // 2]
+        return measure_timed(fn, spreads)
 
     dev = torch.device("cuda")
     props = torch.cuda.get_device_properties(dev)
@@ -110,25 +106,7 @@ def run(out_dir: Path) -> None:
                 if same_bits(flat.call(k), reference(flat)):
                     row["copy_same_size_legalsat_ms"] = timed(lambda k=k, flat=flat: flat.call(k))
                 del flat
-        for i, p in enumerate(resp["plans"]):
-            variants = ["tl", "gluon"] if p["strategy"] == "tma" and props.major == 9 else ["tl"]
-            for variant in variants:
-                cand = {"plan": i, "strategy": p["strategy"], "variant": variant, "term": p["term"],
-                        "estimated_us": p["cost"]["estimated_us"]}
-                try:
-                    k = build_kernel(resp, plan_index=i, variant=variant)
-                    poison(inp)
-                    got = inp.call(k)
-                    torch.cuda.synchronize()
-                    cand["exact"] = same_bits(got, ref)
-                    if time_it and cand["exact"]:
-                        cand["ms"] = timed(lambda k=k, inp=inp: inp.call(k, check=False))
-                except Exception as e:  # a kernel that fails is a result of the run, reported
-                    cand["exact"] = False
-                    cand["error"] = f"{type(e).__name__}: {str(e)[:400]}"
-                row["candidates"].append(cand)
-                print(f"  {name:48s} {p['strategy']:18s} {variant:5s} exact={cand['exact']} "
-                      f"{cand.get('ms', float('nan')):.4f} ms {cand.get('error', '')[:200]}", flush=True)
+        row["candidates"] = candidates(name, resp, inp, ref, time_it, props.major == 9, timed)
         del inp
         torch.cuda.empty_cache()
         return row
@@ -137,7 +115,7 @@ def run(out_dir: Path) -> None:
         results["cases"].append(measure(name, entry, time_it=False))
     for name, entry in json.loads(PLANS.read_text()).items():
         results["workloads"].append(measure(name, entry, time_it=True))
-    results["timing"] = {"method": f"median of {REPEATS} do_bench(return_mode='median') runs",
+    results["timing"] = {"method": METHOD,
                          "max_spread": round(max(spreads), 3),
                          "median_spread": round(sorted(spreads)[len(spreads) // 2], 3)}
     (out_dir / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")

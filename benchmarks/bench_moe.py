@@ -21,7 +21,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "moe_plans.json"
-REPEATS = 3
 
 # (tokens, hidden, dtype, experts, top_k): Mixtral 8x7B, a 64-expert layer, and the
 # fine-grained 128- and 256-expert top-8 layers (Qwen3-MoE, DeepSeek-V3 shapes)
@@ -56,16 +55,34 @@ def plan() -> None:
 
 
 # ---------------------------------------------------------------- run (GPU)
+def kernel_times(fn, calls: int = 20) -> dict[str, float]:
+    """Mean device time (µs) per call of each kernel `fn` launches, by kernel name
+    (torch.profiler over `calls` calls after a warm-up)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    out: dict[str, float] = {}
+    for e in prof.key_averages():
+        us = e.self_device_time_total
+        if us > 0:
+            out[e.key[:60]] = round(us / calls, 2)
+    return out
+
+
 def run(out_dir: Path) -> None:
     import torch
-    from triton.testing import do_bench
 
     from benchmarks.environment import gpu_environment
+    from benchmarks.measure import METHOD, candidates, timed
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
-
-    def timed(fn) -> float:
-        return sorted(do_bench(fn, return_mode="median") for _ in range(REPEATS))[REPEATS // 2]
+    from legalsat.testing.torch_reference import make_inputs, reference, same_bits
 
     dev = torch.device("cuda")
     env = gpu_environment(dev)
@@ -89,21 +106,11 @@ def run(out_dir: Path) -> None:
             got = compiled(inp.src, inp.index, inp.group)
             row["compile_exact"] = same_bits(got, want)
             row["torch_compile_ms"] = timed(lambda inp=inp: compiled(inp.src, inp.index, inp.group))
-        for i, p in enumerate(resp["plans"]):
-            cand = {"plan": i, "strategy": p["strategy"]}
-            try:
-                k = build_kernel(resp, plan_index=i)
-                poison(inp)
-                cand["exact"] = same_bits(inp.call(k), want)
-                torch.cuda.synchronize()
-                if time_it and cand["exact"]:
-                    cand["ms"] = timed(lambda k=k, inp=inp: inp.call(k, check=False))
-            except Exception as e:  # a kernel that fails is a result of the run, reported
-                cand["exact"] = False
-                cand["error"] = f"{type(e).__name__}: {str(e)[:400]}"
-            row["candidates"].append(cand)
-            print(f"  {name:48s} plan {i} {p['strategy']:18s} exact={cand['exact']} "
-                  f"{cand.get('ms', float('nan')):.4f} ms {cand.get('error', '')[:300]}", flush=True)
+        row["candidates"] = candidates(name, resp, inp, want, time_it, gluon=False)
+        if time_it:  # the plan chosen first and PyTorch, by kernel
+            k = build_kernel(resp)
+            row["kernels_us"] = {"legalsat": kernel_times(lambda k=k, inp=inp: inp.call(k, check=False)),
+                                 "torch": kernel_times(lambda inp=inp: reference(inp))}
         del inp
         torch.cuda.empty_cache()
         return row
@@ -112,7 +119,7 @@ def run(out_dir: Path) -> None:
         results["cases"].append(measure(name, entry, time_it=False))
     for name, entry in plans["workloads"].items():
         results["workloads"].append(measure(name, entry, time_it=True))
-    results["timing"] = f"median of {REPEATS} do_bench(return_mode='median') runs"
+    results["timing"] = METHOD
     (out_dir / "moe_results.json").write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
 
@@ -126,6 +133,11 @@ def table(results: dict) -> str:
         lines.append(f"{w['name']:44s} {w['torch_ms']:9.3f} {w['torch_compile_ms']:10.3f} "
                      f"{first['strategy'] + ' ' + (f'{ms:.3f}' if ms else 'FAILED'):>22s} "
                      f"{(w['torch_ms'] / ms if ms else 0):8.2f} {(w['torch_compile_ms'] / ms if ms else 0):9.2f}")
+    for w in results["workloads"]:
+        k = w.get("kernels_us", {}).get("legalsat", {})
+        inspect = sum(v for name, v in k.items() if name.startswith("inspect"))
+        execute = sum(v for name, v in k.items() if name.startswith("execute"))
+        lines.append(f"  {w['name']:42s} inspector {inspect:6.1f} us, executor {execute:6.1f} us")
     bad = [(r["name"], c["strategy"]) for r in results["workloads"] + results["cases"] for c in r["candidates"]
            if not c.get("exact")]
     lines.append(f"inexact or failed kernels: {len(bad)} {bad[:8]}")

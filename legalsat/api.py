@@ -38,17 +38,19 @@ __all__ = ["PLANNER_VERSION", "analyze_bank_conflicts", "dump_stages", "optimize
            "validate_descriptor", "verify_pipeline"]
 
 
-def optimize_response(request: object) -> OptimizeResponse:
-    """Plans, best first, for one request (see legalsat.schemas.optimize for the request)."""
+def optimize_response(request: object, *, max_timeout_ms: int | None = None,
+                      max_node_limit: int | None = None) -> OptimizeResponse:
+    """Plans, best first, for one request (see legalsat.schemas.optimize for the request).
+    A caller's caps bound the request's `timeout_ms` and `node_limit` (PlanRequest.within)."""
     start = time.perf_counter()
-    req = parse_request(request)
+    req = parse_request(request).within(max_timeout_ms, max_node_limit)
     parse_ms = (time.perf_counter() - start) * 1000
     return response_out(plan(req), parse_ms)
 
 
-def optimize(request: object) -> dict:
+def optimize(request: object, **caps: int | None) -> dict:
     """`optimize_response` as the JSON-shaped dict the routes and commands answer."""
-    return optimize_response(request).model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return optimize_response(request, **caps).model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def dump_stages(request: object, until: str = "verify") -> dict:

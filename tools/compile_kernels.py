@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
 def main(paths: list[Path], gemm: bool = False) -> int:
     if os.environ.get("TRITON_INTERPRET") == "1":
         sys.exit("compile_kernels: unset TRITON_INTERPRET (the interpreter compiles nothing)")
@@ -38,6 +39,8 @@ def main(paths: list[Path], gemm: bool = False) -> int:
                     except InputError as e:  # a plan Triton cannot express (the emitter says why)
                         print(f"{name[:44]:44s} plan {i} {variant:5s} not emitted: {e.headline.message}", flush=True)
                         continue
+                    if em.variant != variant:
+                        continue  # no Gluon form (the tl module, compiled already)
                     for ln in em.launches:
                         total += 1
                         t = time.perf_counter()

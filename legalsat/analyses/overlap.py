@@ -18,20 +18,12 @@ def _nested(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     return True
 
 
-def overlaps_quick(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool | None:
-    """`overlaps` where the quick tests decide it (microseconds), else None."""
+def overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """True iff two distinct indices of `shape` share an offset under `strides` (all >= 0)."""
     if any(n > 1 and s == 0 for n, s in zip(shape, strides)):
         return True
     if _nested(shape, strides):
         return False
-    return None
-
-
-def overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
-    """True iff two distinct indices of `shape` share an offset under `strides` (all >= 0)."""
-    quick = overlaps_quick(shape, strides)
-    if quick is not None:
-        return quick
     import islpy as isl
 
     dims = [f"i{k}" for k in range(len(shape))]

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 
 from legalsat.diagnostics import Code, InputError, internal_error
-from legalsat.schemas.base import compact_json
+from legalsat.schemas.base import compact_json, model_json
 from legalsat.settings import get_settings
 
 
@@ -29,10 +29,6 @@ def _open_input(path: str):
 
 
 _LEGAL = compact_json({"legal": True, "violations": []})
-
-
-def _model_line(model) -> bytes:
-    return model.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
 @functools.cache
@@ -44,7 +40,7 @@ def _descriptor_handler(target_name: str) -> Callable[[bytes], bytes]:
 
     def handle(line: bytes) -> bytes:
         verdict = api.validate_descriptor(line, target_name)
-        return _LEGAL if verdict.legal else _model_line(verdict)
+        return _LEGAL if verdict.legal else model_json(verdict)
 
     return handle
 
@@ -63,7 +59,7 @@ def _bank_handler(target_name: str) -> Callable[[bytes], bytes]:
     resolve_target(target_name)  # an unknown default target is a usage error
 
     def handle(line: bytes) -> bytes:
-        return _model_line(api.analyze_bank_conflicts(line, target_name))
+        return model_json(api.analyze_bank_conflicts(line, target_name))
 
     return handle
 
@@ -79,7 +75,7 @@ def _pipeline_handler(target_name: str) -> Callable[[bytes], bytes]:
     from legalsat import api
 
     def handle(line: bytes) -> bytes:  # protocols are target-independent
-        return _model_line(api.verify_pipeline(line))
+        return model_json(api.verify_pipeline(line))
 
     return handle
 
@@ -124,15 +120,13 @@ _ERROR_LINE = re.compile(rb'^\{"request_id":(?:null|"(?:[^"\\]|\\.)*"),"status":
 
 
 class _BatchOutput:
-    """The batch's output stream, counting the lines it writes and the error lines among them."""
+    """The batch's output stream, counting the error lines it writes."""
 
     def __init__(self, raw):
-        self.raw, self.lines, self.errors = raw, 0, 0
+        self.raw, self.errors = raw, 0
 
     def write(self, data: bytes) -> int:
-        for line in data.splitlines():
-            self.lines += 1
-            self.errors += bool(_ERROR_LINE.match(line))
+        self.errors += sum(bool(_ERROR_LINE.match(line)) for line in data.splitlines())
         return self.raw.write(data)
 
     def flush(self) -> None:
@@ -241,14 +235,14 @@ def _batch(args: argparse.Namespace) -> int:
     out = _BatchOutput(raw)
     try:
         with _open_input(args.file) as f:
-            if args.file != "-":
+            if bar and args.file != "-":  # the bar's length
                 total = sum(1 for _ in f)
                 f.seek(0)
-            run_stream(f, out, functools.partial(_stream_chunk, "batch", settings.target,
-                                                 settings.max_body_bytes),
-                       lambda: _plan_handler(settings.target), _plan_error, settings.max_body_bytes,
-                       settings.workers, chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False,
-                       progress=progress if bar else None, start_method="forkserver")
+            lines = run_stream(f, out, functools.partial(_stream_chunk, "batch", settings.target,
+                                                         settings.max_body_bytes),
+                               lambda: _plan_handler(settings.target), _plan_error, settings.max_body_bytes,
+                               settings.workers, chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False,
+                               progress=progress if bar else None, start_method="forkserver")
     finally:
         if bar:
             print(file=sys.stderr)
@@ -256,8 +250,8 @@ def _batch(args: argparse.Namespace) -> int:
             raw.close()
     if not args.quiet:
         took = time.monotonic() - start
-        print(f"legalsat batch: {out.lines} lines answered, {out.errors} errors, {took:.1f} s "
-              f"({out.lines / took if took > 0 else 0:.1f} lines/s)", file=sys.stderr)
+        print(f"legalsat batch: {lines} lines answered, {out.errors} errors, {took:.1f} s "
+              f"({lines / took if took > 0 else 0:.1f} lines/s)", file=sys.stderr)
     return BATCH_LINES_FAILED if out.errors else 0
 
 

@@ -19,15 +19,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from legalsat.clients.triton import load_module
-from legalsat.kernels import emit
+import torch
+
+from legalsat.clients.triton import TORCH_OF, WGMMA_TORCH, WORD_DTYPE, load_module
+from legalsat.kernels import emit, select_plan
 from legalsat.kernels.source import Emitted, Launch
 
-POINTER = {1: "*i8", 2: "*i16", 4: "*i32", 8: "*i64"}
-SCALAR = {"int32": "*i32", "int64": "*i64"}
-# the element a tile probe's wgmma reads, as Triton's signatures name it
-WGMMA_SIG = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float32_ftz": "fp32", "tfloat32": "fp32",
-             "tfloat32_ftz": "fp32", "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5", "int8": "i8", "uint8": "i8"}
 # registers of one SM (sm80 .. sm100): a block needs registers x threads of them
 REGISTERS_PER_SM = 65536
 
@@ -49,28 +46,37 @@ class KernelResources:
         return self.registers * 32 * self.num_warps
 
 
+def _pointer(dtype: torch.dtype) -> str:
+    """Triton's signature of a tensor argument of `dtype`, as it specializes the launch."""
+    from triton.runtime.jit import mangle_type
+
+    return mangle_type(torch.empty(0, dtype=dtype, device="meta"))
+
+
 def signature(em: Emitted, ln: Launch) -> tuple[dict, object, dict]:
-    """(Triton signature strings by argument name, the JITFunction, constexprs) of a launch."""
+    """(Triton signature strings by argument name, the JITFunction, constexprs) of a launch:
+    the types the Triton client passes (words, int64 indices, the buffers' dtypes)."""
     fn = getattr(load_module(em.source), ln.kernel)
     names = list(inspect.signature(fn.fn).parameters)
     sig, constexprs = {}, {}
     tile = em.tile
     for name, arg in zip(names, ln.args):
         if arg == "out" and tile is not None and tile.element != "words":
-            sig[name] = "*fp32" if tile.element == "float32" else "*i32"
+            sig[name] = _pointer(torch.float32 if tile.element == "float32" else torch.int32)
         elif arg in ("src", "dst", "out"):
-            sig[name] = POINTER[ln.word]
+            sig[name] = _pointer(WORD_DTYPE[ln.word])
         elif arg in ("index", "group"):
-            sig[name] = "*i64"
+            sig[name] = _pointer(torch.int64)
         elif arg == "dump":
-            sig[name] = "*i32"
+            sig[name] = _pointer(torch.int32)
         elif arg.startswith("const:"):
             sig[name], constexprs[name] = "constexpr", 0
         elif arg.startswith("buf:"):
-            sig[name] = SCALAR[em.buffers[arg[4:]][0]]
+            sig[name] = _pointer(TORCH_OF[em.buffers[arg[4:]][0]])
         else:
             spec = em.descriptors[arg[5:]]
-            elem = WGMMA_SIG[tile.wgmma_input] if tile is not None and tile.wgmma_input else f"i{8 * ln.word}"
+            wg = tile.wgmma_input if tile is not None else None
+            elem = _pointer(WGMMA_TORCH[wg] if wg else WORD_DTYPE[ln.word])[1:]
             ty = f"{elem}{list(spec.block)}"
             if em.variant == "gluon":
                 from triton.experimental.gluon import language as gl
@@ -84,7 +90,7 @@ def signature(em: Emitted, ln: Launch) -> tuple[dict, object, dict]:
 
 def ptxas_report(ptx: str, arch: int) -> tuple[int, int]:
     """(registers per thread, spilled bytes stored + loaded) of the PTX's one kernel, from
-    the ptxas that Triton itself runs."""
+    the ptxas that Triton itself runs (a second run: Triton keeps no log of its own)."""
     from triton.backends.nvidia.compiler import get_ptxas, sm_arch_from_capability
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -118,11 +124,5 @@ def compile_launch(em: Emitted, ln: Launch, arch: int = 90) -> KernelResources:
 
 def plan_resources(plan: object, variant: str = "tl", plan_index: int = 0, arch: int = 90) -> list[KernelResources]:
     """Every launch of a plan's kernel module (`emit(plan, variant)`), compiled for `arch`."""
-    em = plan if isinstance(plan, Emitted) else emit(_one_plan(plan, plan_index), variant)
+    em = plan if isinstance(plan, Emitted) else emit(select_plan(plan, plan_index)[0], variant)
     return [compile_launch(em, ln, arch) for ln in em.launches]
-
-
-def _one_plan(obj: object, plan_index: int) -> object:
-    from legalsat.kernels import select_plan
-
-    return select_plan(obj, plan_index)[0]

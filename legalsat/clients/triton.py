@@ -31,6 +31,7 @@ from legalsat.kernels import default_variant, emit, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import word_piece
 from legalsat.schemas.plan import PlanOut
+from legalsat.terms.integers import span
 from legalsat.terms.movement import MovementKind
 from legalsat.terms.sexpr import op_from_sexp
 
@@ -309,7 +310,8 @@ class TileKernel(Kernel):
             raise _arg_error("src", f"src has {src.element_size()}-byte elements; the plan moves {self.word}-byte ones",
                              "pass the tensor the plan was made for")
         if op is None:  # without the request, the descriptor's reach is what can be checked
-            need = 1 + sum((d.extent - 1) * d.src_stride for d in self.plan.pieces[0].dims)
+            dims = self.plan.pieces[0].dims
+            need = span([d.extent for d in dims], [d.src_stride for d in dims])
             have = src.untyped_storage().nbytes() // self.word - src.storage_offset()
             if need > have:
                 raise _arg_error("src", f"the plan walks {need} elements past src's first; src has {have}",

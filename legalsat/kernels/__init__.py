@@ -80,7 +80,7 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
         return "gluon"  # the consumer probe: the plan's pipeline and its consumer's reads
     try:
         tma = [tma_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces) if p.strategy == Strategy.TMA]
-        straight = all(t.perm() is None and gluon_box(t) for t in tma)
+        straight = all(t.perm() is None for t in tma)
     except InputError:
         return "tl"  # emit() reports what is wrong with the plan
     return "gluon" if straight else "tl"
@@ -148,13 +148,13 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
                 t, ls = emit_staged(group)
             elif s is Strategy.SHUFFLE:
                 t, ls = emit_shuffle(group)
-            elif s is Strategy.TMA and variant == "gluon" and all(gluon_box(tma_piece(raw, f"pieces[{i}]"))
-                                                                  for i, _, raw in group):
-                t, ls, d = emit_tma_gluon([(i, raw) for i, _, raw in group], plan.smem_budget_bytes)
-                descs.update(d)
-                header = HEADER_GLUON
             elif s is Strategy.TMA:
-                t, ls, d = emit_tma_tl([(i, raw) for i, _, raw in group])
+                tps = [(i, tma_piece(raw, f"pieces[{i}]"), raw) for i, _, raw in group]
+                if variant == "gluon" and all(gluon_box(tp) for _, tp, _ in tps):
+                    t, ls, d = emit_tma_gluon(tps, plan.smem_budget_bytes)
+                    header = HEADER_GLUON
+                else:  # tl, or pieces with no Gluon form (1-D boxes)
+                    t, ls, d = emit_tma_tl([(i, raw) for i, _, raw in group])
                 descs.update(d)
             else:
                 raise plan_error("pieces[].strategy", f"a copy piece says {s.value!r}")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from legalsat.kernels.source import Launch, decompose, program_id
 from legalsat.kernels.words import WordPiece
 from legalsat.schemas.plan import GatherOut, PieceOut
-from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least
+from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
 
 
 def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, int]:
@@ -56,17 +56,16 @@ def emit_direct_copy(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[lis
     return texts, launches
 
 
-def slab_offsets(p: WordPiece, var: str = "e", indent: str = "    ") -> tuple[list[str], int]:
-    """Lines forming `ss` / `sd` (slab-relative word offsets) of slab element `var` (a 1-D
-    arange), and the slab's word count; contiguous slabs are one run."""
-    n = p.elems
+def slab_offsets(p: WordPiece, indent: str = "    ") -> list[str]:
+    """Lines forming `ss` / `sd` (slab-relative word offsets) of slab words `e` (a 1-D
+    arange); contiguous slabs are one run."""
     if not p.dims or (len(p.dims) == 1 and p.dims[0].src == 1 and p.dims[0].dst == 1):
-        return [f"{indent}ss = {var}", f"{indent}sd = {var}"], n
+        return [f"{indent}ss = e", f"{indent}sd = e"]
     order = sorted(range(len(p.dims)), key=lambda k: (-p.dims[k].dst, -p.dims[k].src))
-    lines = decompose(var, [(f"s{k}", p.dims[k].extent) for k in order], indent)
+    lines = decompose("e", [(f"s{k}", p.dims[k].extent) for k in order], indent)
     ss = [f"s{k} * {p.dims[k].src}" for k in order if p.dims[k].src]
     sd = [f"s{k} * {p.dims[k].dst}" for k in order if p.dims[k].dst]
-    return lines + [f"{indent}ss = {' + '.join(ss) or '0'}", f"{indent}sd = {' + '.join(sd) or '0'}"], n
+    return lines + [f"{indent}ss = {' + '.join(ss) or '0'}", f"{indent}sd = {' + '.join(sd) or '0'}"]
 
 
 # bytes of the slab tile one gather program holds at once (rows x slab words): a wider slab
@@ -74,32 +73,22 @@ def slab_offsets(p: WordPiece, var: str = "e", indent: str = "    ") -> tuple[li
 SLAB_STEP_BYTES = 32768
 
 
-def slab_step(rows: int, slab_words: int, word: int, budget: int = SLAB_STEP_BYTES) -> int:
-    """Slab words per row one step moves: the whole slab (as a power-of-two tile) while
-    `rows` rows of it fit `budget` bytes, else the largest power of two that does."""
-    width = pow2_at_least(slab_words)
-    fit = max(1, budget // (rows * word))
-    return min(width, 1 << floor_log2(fit))
-
-
 def slab_steps(p: WordPiece, rows: int, body: Callable[[str], list[str]], indent: str = "    ") -> list[str]:
     """Lines moving `rows` slabs: `e` (slab words), `ss` / `sd` (their offsets), then
     `body(emask)` (`emask`: "" or " & (e < slab)[None, :]", for masks of the slab's padded
-    tail); one tile when rows x slab fit SLAB_STEP_BYTES, else a loop over the slab in steps
-    that do."""
+    tail); one tile (the slab padded to a power of two) when `rows` rows of it fit
+    SLAB_STEP_BYTES, else a loop over the slab in the largest power-of-two steps that do."""
     p = p.coalesced()
     slab = p.elems
     width = pow2_at_least(slab)
-    step = slab_step(rows, slab, p.word)
+    step = min(width, pow2_at_most(SLAB_STEP_BYTES // (rows * p.word)))
     if step == width:
-        lines, _ = slab_offsets(p, indent=indent)
         emask = f" & (e < {slab})[None, :]" if width != slab else ""
-        return [f"{indent}e = tl.arange(0, {width})", *lines, *[indent + b for b in body(emask)]]
+        return [f"{indent}e = tl.arange(0, {width})", *slab_offsets(p, indent), *[indent + b for b in body(emask)]]
     inner = indent + "    "
-    lines, _ = slab_offsets(p, indent=inner)
     emask = f" & (e < {slab})[None, :]" if slab % step else ""
-    return [f"{indent}for c in range(0, {slab}, {step}):", f"{inner}e = c + tl.arange(0, {step})", *lines,
-            *[inner + b for b in body(emask)]]
+    return [f"{indent}for c in range(0, {slab}, {step}):", f"{inner}e = c + tl.arange(0, {step})",
+            *slab_offsets(p, inner), *[inner + b for b in body(emask)]]
 
 
 def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: int, src_stride: int,

@@ -20,12 +20,9 @@ from legalsat.kernels.source import Launch
 from legalsat.kernels.words import WordPiece
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least
+from legalsat.terms.smem import INSPECTOR_BUCKET_SCAN, INSPECTOR_STEP_ELEMENTS
 
 INSPECT_BLOCK = 1024
-SCAN_CHUNK = 1024
-# elements of one step's one-hot tile in a grouped pass (rows x groups, int32), for plans
-# that do not say (the planner sets `inspector.step_elements` from its shared-memory budget)
-GROUP_CHUNK_ELEMS = 8192
 COLUMN_SLICE = 16  # groups one column-scan program takes
 
 
@@ -45,8 +42,8 @@ def inspect_histogram(index, hist):
 @triton.jit
 def inspect_prefix_sum(hist, start):
     carry = tl.zeros((), dtype=tl.int32)
-    for c in range(0, {buckets}, {SCAN_CHUNK}):
-        k = c + tl.arange(0, {SCAN_CHUNK})
+    for c in range(0, {buckets}, {INSPECTOR_BUCKET_SCAN}):
+        k = c + tl.arange(0, {INSPECTOR_BUCKET_SCAN})
         h = tl.load(hist + k, mask=k < {buckets}, other=0)
         incl = tl.cumsum(h, 0)
         tl.store(start + k, carry + incl - h, mask=k < {buckets})
@@ -76,14 +73,14 @@ def group_block(count: int) -> int:
     return min(1024, max(256, pow2_at_least(cdiv(count, 1024))))
 
 
-def group_chunk(groups: int, rows: int, elems: int = GROUP_CHUNK_ELEMS) -> int:
+def group_chunk(groups: int, rows: int, elems: int) -> int:
     """Rows (blocks) one step of the column scan takes: the step's tile, rows x its groups
     (int32; its scan is what takes shared memory), holds at most `elems` elements, so the
     passes' shared memory does not grow with the gather."""
     return max(1, min(pow2_at_least(rows), elems // pow2_at_least(groups)))
 
 
-def group_inspector(count: int, groups: int, step_elements: int = GROUP_CHUNK_ELEMS) -> tuple[str, list[Launch], dict]:
+def group_inspector(count: int, groups: int, step_elements: int) -> tuple[str, list[Launch], dict]:
     """Stable counting sort of `count` slots by their group (0 <= group < groups):
     - histogram: per block of slots, its groups' counts and their exclusive prefix sum;
     - column scan: per slice of groups, each block's exclusive count over the blocks before
@@ -160,8 +157,9 @@ def emit_inspector_executor(pieces: list[tuple[int, WordPiece, PieceOut]], gathe
     count, bound = gather.index_count, gather.index_bound
     groups = gather.groups
     if groups:
-        step = gather.inspector.step_elements if gather.inspector and gather.inspector.step_elements else None
-        text, launches, buffers = group_inspector(count, groups, step or GROUP_CHUNK_ELEMS)
+        # plans made before the planner sized the step use the largest
+        step = (gather.inspector and gather.inspector.step_elements) or INSPECTOR_STEP_ELEMENTS
+        text, launches, buffers = group_inspector(count, groups, step)
     else:
         buckets = max(1, min(gather.inspector.buckets if gather.inspector else 1, bound))
         text, launches, buffers = bucket_inspector(count, bound, buckets)

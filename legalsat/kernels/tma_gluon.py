@@ -18,10 +18,11 @@ compiled for sm90 in CI and run on the GPU machine.
 from __future__ import annotations
 
 from legalsat.kernels.source import Launch, blocked_layout
-from legalsat.kernels.tma import TmaPiece, coords, permute_lines, tile_lines, tma_piece
+from legalsat.kernels.tma import TmaPiece, coords, permute_lines, tile_lines
 from legalsat.kernels.words import plan_error
 from legalsat.schemas.plan import PieceOut
 from legalsat.schemas.protocol import ProtocolIn
+from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
 
 
 def _ops(proto: ProtocolIn):
@@ -103,16 +104,13 @@ def gluon_box(t: TmaPiece) -> bool:
     return len(t.load.block) > 1
 
 
-def emit_tma_gluon(pieces: list[tuple[int, PieceOut]], smem_budget: int) -> tuple[list[str], list[Launch], dict]:
-    """One persistent Gluon kernel per TMA piece, with the plan's stages and expect-tx bytes,
-    within the plan's shared-memory budget (per block)."""
+def emit_tma_gluon(pieces: list[tuple[int, TmaPiece, PieceOut]],
+                   smem_budget: int) -> tuple[list[str], list[Launch], dict]:
+    """One persistent Gluon kernel per TMA piece (its boxes `gluon_box`), with the plan's
+    stages and expect-tx bytes, within the plan's shared-memory budget (per block)."""
     texts, launches, descs = [], [], {}
-    for i, raw in pieces:
+    for i, t, raw in pieces:
         field = f"pieces[{i}]"
-        t = tma_piece(raw, field)
-        if not gluon_box(t):
-            raise plan_error(field, "the piece's boxes are 1-D: Triton 3.6 does not compile a Gluon pipeline of "
-                             "them", "use variant='tl' (the default for this plan)")
         want = _expect_bytes(raw, field)
         if want is not None and want != t.box_bytes():
             raise plan_error(f"{field}.async.protocol", f"the protocol expects {want} bytes per stage but "
@@ -122,10 +120,11 @@ def emit_tma_gluon(pieces: list[tuple[int, PieceOut]], smem_budget: int) -> tupl
         outs = max(1, bufs.get("out", 1))
         # a transpose also holds its store boxes and the register permute's layout-conversion
         # scratch (one box: compiled for sm90)
-        smem = (stages + (outs + 1 if t.perm() else 0)) * t.box_bytes() + 64 * stages
+        smem = (stages + (outs + 1 if t.perm() else 0)) * t.box_bytes() + TMA_STAGE_BARRIER_BYTES * stages
         if smem > smem_budget:
             raise plan_error(f"{field}.num_stages", f"{stages} stages of {t.box_bytes()} bytes need {smem} bytes "
-                             "of shared memory", "lower options.smem_bytes and plan again")
+                             f"of shared memory, over the plan's budget of {smem_budget}",
+                             "send the plan as the planner returned it")
         num_warps = raw.num_warps
         texts.append(gluon_kernel(f"tma_gluon_{i}", t, stages, num_warps, outs))
         descs[f"load{i}"], descs[f"store{i}"] = t.load, t.store

@@ -16,7 +16,7 @@ from legalsat.planner.reports import SaturationReport
 from legalsat.protocols.model import Protocol
 from legalsat.terms.descriptor import Swizzle, TmaDescriptor
 from legalsat.terms.movement import Major, MovementKind
-from legalsat.terms.smem import StageLayout
+from legalsat.terms.smem import SCAN_BYTES_PER_ELEMENT, StageLayout
 from legalsat.terms.strategy import Strategy
 
 
@@ -89,8 +89,12 @@ class Inspector:
     buckets: int
     passes: tuple[str, ...]
     index_bytes: int
-    step_elements: int  # one-hot / scan tile of one step of a pass (rows x pow2(buckets))
-    smem_bytes: int  # the most shared memory a pass takes: its step's int32 scan
+    step_elements: int  # int32 elements one step of a pass scans
+
+    @property
+    def smem_bytes(self) -> int:
+        """The most shared memory a pass takes: its step's scan."""
+        return SCAN_BYTES_PER_ELEMENT * self.step_elements
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ trusts it (every invariant below holds).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from legalsat.diagnostics import Diagnostic
 from legalsat.targets import Target
@@ -39,6 +39,16 @@ class PlanRequest:
     term_text: str
     request_id: str | None = None
     warnings: tuple[Diagnostic, ...] = ()  # valid input that is likely not what was meant
+
+    def within(self, max_timeout_ms: int | None = None, max_node_limit: int | None = None) -> PlanRequest:
+        """This request with its budget and node limit capped (a server's deadline, what a
+        worker's memory holds); the caps a caller sets, applied to the validated options."""
+        o = self.options
+        timeout = min(o.timeout_ms, max_timeout_ms or o.timeout_ms)
+        nodes = min(o.node_limit, max_node_limit or o.node_limit)
+        if (timeout, nodes) == (o.timeout_ms, o.node_limit):
+            return self
+        return replace(self, options=replace(o, timeout_ms=timeout, node_limit=nodes))
 
     @property
     def smem_bytes(self) -> int:

@@ -20,6 +20,7 @@ from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import solver_ms
 from legalsat.planner.formulation import Region
 from legalsat.terms.integers import cdiv, floor_log2
+from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
 
 MAX_LOG = 20
 
@@ -164,7 +165,8 @@ def solve_tma_box(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_byte
     fp.opt.add(stages >= 1, stages <= 4)
     # linear per box size: (stages + store buffers) boxes and the barriers fit the budget
     hi = floor_log2(max_tile_bytes)
-    fits = z3.Or([z3.And(total == k, (stages + store_buffers) * (1 << k) + 64 <= smem_bytes)
+    fits = z3.Or([z3.And(total == k, (stages + store_buffers) * (1 << k) + TMA_STAGE_BARRIER_BYTES * stages
+                          <= smem_bytes)
                   for k in range(4, hi + 1)])
     fp.require("smem_budget", fits,
                f"two stages of the smallest legal box do not fit {smem_bytes} bytes of shared memory",
@@ -190,7 +192,7 @@ class TileFields:
 
 
 def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run_bytes: int = 256,
-                         small: bool = False) -> TileFields:
+                         small: bool = False, smem_budget: int | None = None) -> TileFields:
     """Tile extents along dims a (src-contiguous) and b (dst-contiguous): powers of two
     within the extents, at most `max_tile_bytes`, each side at least `min_run_bytes` of
     contiguous data when the extent allows. `small`: the shuffle shape (the small side
@@ -207,8 +209,13 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     cap_b = floor_log2(nb - 1) + 1 if nb > 1 else 0
     fp.require("tile_a_extent", ea <= cap_a, f"tile beyond the extent {na}")
     fp.require("tile_b_extent", eb_ <= cap_b, f"tile beyond the extent {nb}")
-    fp.require("tile_bytes", ea + eb_ + lb <= floor_log2(max_tile_bytes),
-               f"a tile of more than {max_tile_bytes} bytes")
+    if smem_budget is not None and smem_budget < max_tile_bytes:  # the request's budget is the cap
+        fp.require("tile_bytes", ea + eb_ + lb <= floor_log2(smem_budget),
+                   f"no staged tile fits {smem_budget} bytes of shared memory",
+                   "raise options.smem_bytes, or use the plan's direct candidate", code=Code.SMEM_BUDGET)
+    else:
+        fp.require("tile_bytes", ea + eb_ + lb <= floor_log2(max_tile_bytes),
+                   f"a tile of more than {max_tile_bytes} bytes")
     run = max(floor_log2(min_run_bytes) - lb, 0)
     unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
     if small:

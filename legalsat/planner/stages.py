@@ -68,8 +68,9 @@ def verify(built: Built) -> Proof:
         return built.prove()
     except isl.Error as e:
         # an exhausted budget surfaces as "maximal number of operations", or inside a parse
-        # as a syntax error (isl's parser stops mid-string); without a budget, it is a bug
-        if not limit and "maximal number of operations" not in str(e):
+        # as a syntax error (isl's parser stops mid-string); anything else is a bug
+        message = str(e)
+        if "maximal number of operations" not in message and not (limit and "syntax error" in message):
             raise
         raise Infeasible([Code.PROOF_BUDGET.at("the plan's islpy proof did not finish within what the request's "
                                                "timeout_ms left for it")]) from None

@@ -14,7 +14,7 @@ from pydantic import ConfigDict, Field, StrictInt, ValidationError
 from legalsat.analyses.bank_conflicts import BankReport
 from legalsat.analyses.smem_layout import TileReport
 from legalsat.diagnostics import Code, InputError
-from legalsat.schemas.base import ErrorOut, Out, Strict, check_json_value, load_json
+from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import Target, resolve_target
 from legalsat.terms.descriptor import Swizzle
@@ -100,10 +100,7 @@ _HINTS = {
 
 def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess | TileAccess, Target]:
     """Parse a raw or structured request (dict or JSON text); raises InputError."""
-    if isinstance(obj, (str, bytes)):
-        obj = load_json(obj, "the request")
-    elif isinstance(obj, dict):
-        check_json_value(obj, "the request")
+    obj = json_input(obj, "the request")
     if isinstance(obj, (RawAccessIn, TileAccessIn)):
         model = obj
     elif not isinstance(obj, dict):

@@ -118,6 +118,22 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
     return obj
 
 
+def json_input(obj: object, what: str = "the input") -> object:
+    """What a parse function takes, as a value it can validate: JSON text (str / bytes)
+    through `load_json`, a parsed value through `check_json_value`, anything else (a model)
+    as it is."""
+    if isinstance(obj, (str, bytes, bytearray)):
+        return load_json(obj, what)
+    if isinstance(obj, (dict, list)):
+        return check_json_value(obj, what)
+    return obj
+
+
+def model_json(model: BaseModel) -> bytes:
+    """An answer model as the JSON the routes and commands write (aliases, set fields only)."""
+    return model.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
 def compact_json(obj: object) -> bytes:
     """JSON with no whitespace, as bytes: the one encoding of every streamed answer."""
     return json.dumps(obj, separators=(",", ":")).encode()

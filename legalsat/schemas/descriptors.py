@@ -9,7 +9,7 @@ from pydantic import ConfigDict, Field, StrictInt, ValidationError
 
 from legalsat.analyses.tma_legality import Verdict
 from legalsat.diagnostics import Code, InputError
-from legalsat.schemas.base import ErrorOut, Out, Strict, check_json_value, load_json
+from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
 from legalsat.schemas.validation import details_from_validation
 from legalsat.terms.descriptor import (
     UINT32_MAX,
@@ -126,10 +126,7 @@ def parse_descriptor(obj: object) -> TmaDescriptor:
     if isinstance(obj, DescriptorIn):
         return obj.to_term()
     try:
-        if isinstance(obj, (str, bytes)):
-            model = DescriptorIn.model_validate(load_json(obj, "the input"))
-        else:
-            model = DescriptorIn.model_validate(check_json_value(obj, "the input"))
+        model = DescriptorIn.model_validate(json_input(obj))
     except ValidationError as e:
         raise InputError(details_from_validation(e, _HINTS, _FIELDS)) from None
     return model.to_term()

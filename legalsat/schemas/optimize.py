@@ -15,10 +15,10 @@ from typing import Annotated, Literal
 
 from pydantic import BeforeValidator, Field, StrictBool, StrictInt, ValidationError, WithJsonSchema
 
-from legalsat.analyses.overlap import overlaps, overlaps_quick
+from legalsat.analyses.overlap import overlaps
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
-from legalsat.schemas.base import Strict, check_json_value, load_json
+from legalsat.schemas.base import Strict, json_input
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -43,6 +43,7 @@ from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
 Pos = Annotated[StrictInt, Field(ge=1, le=(1 << 62))]
 NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
 MOVABLE_DTYPES = tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)
+MAX_REQUEST_ID = 128  # characters of a request_id
 
 
 class ViewIn(Strict):
@@ -112,13 +113,16 @@ class GatherOp(Strict):
 
 
 class Options(Strict):
-    allow_padding: StrictBool = Field(False, description="may a plan change a row pitch / allocation")
-    max_plans: Annotated[StrictInt, Field(ge=1, le=16)] = 3
-    timeout_ms: Annotated[StrictInt, Field(ge=1, le=600_000)] = 2000
-    node_limit: Annotated[StrictInt, Field(ge=16, le=10_000_000)] = 20000
-    smem_bytes: Pos | None = Field(None, description="shared memory per block (default: the target's)")
-    explain: StrictBool = False
-    keep_egraph: StrictBool = False
+    """The request's options; defaults are the planner's own (PlanOptions)."""
+
+    allow_padding: StrictBool = Field(PlanOptions.allow_padding,
+                                      description="may a plan change a row pitch / allocation")
+    max_plans: Annotated[StrictInt, Field(ge=1, le=16)] = PlanOptions.max_plans
+    timeout_ms: Annotated[StrictInt, Field(ge=1, le=600_000)] = PlanOptions.timeout_ms
+    node_limit: Annotated[StrictInt, Field(ge=16, le=10_000_000)] = PlanOptions.node_limit
+    smem_bytes: Pos | None = Field(PlanOptions.smem_bytes, description="shared memory per block (default: the target's)")
+    explain: StrictBool = PlanOptions.explain
+    keep_egraph: StrictBool = PlanOptions.keep_egraph
 
 
 class OptimizeRequest(Strict):
@@ -128,7 +132,7 @@ class OptimizeRequest(Strict):
     op: Annotated[CopyOp | LoadTileOp | GatherOp, Field(discriminator="kind")] | None = None
     term: str | None = Field(None, description="the movement as an s-expression")
     options: Options = Options()
-    request_id: Annotated[str, Field(max_length=128)] | None = None
+    request_id: Annotated[str, Field(max_length=MAX_REQUEST_ID)] | None = None
 
 
 def _bad(field: str, message: str, fix: str) -> InputError:
@@ -214,7 +218,7 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
     return LoadTile(src, tuple(op.tile), ConsumerSpec(kind, major, instruction, element))
 
 
-def _movement(op: CopyOp | LoadTileOp | GatherOp, exact: bool = True) -> Movement:
+def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
     if isinstance(op, LoadTileOp):
         return _load_tile(op, _view(op.src, "op.src", MAX_TILE_RANK))
     src = _view(op.src, "op.src")
@@ -227,12 +231,10 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp, exact: bool = True) -> Movemen
         if dst.dtype != src.dtype:
             raise _bad("op.dst.dtype", f"op.dst.dtype {dst.dtype.name} differs from op.src.dtype "
                        f"{src.dtype.name}", "a copy moves bits: use the same dtype (a cast is not a copy)")
-        if (overlaps(dst.shape, dst.strides) if exact else overlaps_quick(dst.shape, dst.strides)):
+        if overlaps(dst.shape, dst.strides):
             raise _bad("op.dst.strides", f"op.dst strides {list(dst.strides)} map two indices to one "
                        "address: the copy would race", "give the destination non-overlapping strides")
         return Copy(src, dst)
-    if isinstance(op, LoadTileOp):
-        return _load_tile(op, src)
     if op.axis >= src.rank:
         raise _bad("op.axis", f"op.axis is {op.axis} but op.src has {src.rank} dims",
                    f"use an axis between 0 and {src.rank - 1}")
@@ -262,15 +264,20 @@ _HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
 
 
-def parse_request(obj: object, exact: bool = True) -> PlanRequest:
-    """Validate a request (dict, JSON text or bytes) into a PlanRequest; raises InputError.
-    `exact=False` skips the one check whose cost grows with the input (whether a destination
-    whose strides are not nested overlaps itself, decided by islpy): what a server's event
-    loop runs before a worker parses the request again in full."""
-    if isinstance(obj, (bytes, str)):
-        obj = load_json(obj, "the request")
-    elif isinstance(obj, dict):
-        check_json_value(obj, "the request")
+def check_request_id(value: object) -> str | None:
+    """A request's `request_id` as the schema takes it (None, or a string of at most
+    MAX_REQUEST_ID characters); InputError naming `request_id` otherwise. What a cache hit
+    must still check: the rest of a cached request was validated when it was planned."""
+    if value is None or (isinstance(value, str) and len(value) <= MAX_REQUEST_ID):
+        return value
+    what = f"a string of {len(value)} characters" if isinstance(value, str) else f"a {type(value).__name__}"
+    raise _bad("request_id", f"request_id is {what}", f"send a string of at most {MAX_REQUEST_ID} characters, "
+               "or leave it out")
+
+
+def parse_request(obj: object) -> PlanRequest:
+    """Validate a request (dict, JSON text or bytes) into a PlanRequest; raises InputError."""
+    obj = json_input(obj, "the request")
     if isinstance(obj, OptimizeRequest):
         req = obj
     else:
@@ -288,7 +295,7 @@ def parse_request(obj: object, exact: bool = True) -> PlanRequest:
     if req.op is None:
         raise _bad("op", "the request has neither op nor term", 'send "op": {...} or "term": "(copy ...)"')
     target = resolve_target(req.target)
-    movement = _movement(req.op, exact)
+    movement = _movement(req.op)
     options = PlanOptions(**req.options.model_dump())
     views = [("op.src", movement.src)] + ([("op.dst", movement.dst)] if isinstance(movement, Copy) else [])
     warnings = tuple(w for field, v in views if (w := strides_in_bytes(v, field)) is not None)

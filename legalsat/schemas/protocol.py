@@ -27,7 +27,7 @@ from legalsat.protocols.model import (
     Role,
     Slot,
 )
-from legalsat.schemas.base import ErrorOut, Out, Strict, check_json_value, load_json
+from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
 from legalsat.schemas.validation import details_from_validation
 
 if TYPE_CHECKING:  # the verifier (networkx) stays out of what plans and kernels import
@@ -274,10 +274,8 @@ def parse_protocol(obj: object) -> Protocol:
     try:
         if isinstance(obj, ProtocolIn):
             model = obj
-        elif isinstance(obj, (str, bytes)):
-            model = ProtocolIn.model_validate(load_json(obj, "the input"))
         else:
-            model = ProtocolIn.model_validate(check_json_value(obj, "the input"))
+            model = ProtocolIn.model_validate(json_input(obj))
     except ValidationError as e:
         raise InputError(details_from_validation(e, known_fields=list(ProtocolIn.model_fields))) from None
     return _Builder(model).build()

@@ -35,7 +35,6 @@ _FIXES = {
     "less_than_equal": "use a value that fits the field's range",
     "model_type": "send a JSON object",
     "dict_type": "send a JSON object",
-    "json_invalid": "send one well-formed JSON object per line",
     "string_type": "send a JSON string",
 }
 
@@ -47,8 +46,9 @@ def _did_you_mean(word: object, choices: list[str]) -> str:
 
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
                             known_fields: list[str] | None = None, tags: tuple[str, ...] = ()) -> list[Diagnostic]:
-    """One `invalid_input` (or, for text that is not JSON, `invalid_json`) Diagnostic per pydantic error (of a ValidationError, or a list of them as
-    FastAPI's RequestValidationError gives), each naming its field and a fix.
+    """One `invalid_input` Diagnostic per pydantic error (of a ValidationError, or a list of
+    them as FastAPI's RequestValidationError gives), each naming its field and a fix. (JSON
+    text is parsed before, by legalsat.schemas.base.load_json.)
 
     `hints` maps a field name to a fix that is more specific than the generic one;
     `known_fields` lets a misspelt field name get a "did you mean" suggestion; `tags`: the
@@ -74,6 +74,5 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         fix = (hints or {}).get(top) or _FIXES.get(etype) or "correct the value"
         if etype == "value_error" and e.get("ctx", {}).get("error") is not None:
             fix = getattr(e["ctx"]["error"], "fix", fix)
-        code = Code.INVALID_JSON if etype == "json_invalid" else Code.INVALID_INPUT
-        out.append(code.at(msg, fix, field=path))
+        out.append(Code.INVALID_INPUT.at(msg, fix, field=path))
     return out

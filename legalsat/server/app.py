@@ -47,7 +47,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                           settings.egraphs_kept)
         pool = WorkerPool(settings.workers, settings.queue_size, settings.target,
                           on_restart=lambda reason: metrics.restarts.labels(reason).inc(),
-                          memory_mb=settings.worker_memory_mb)
+                          memory_mb=settings.worker_memory_mb, max_timeout_ms=settings.deadline_ms)
         pool.start()
         metrics.bind_pool(pool)
         app.state.service = ServiceState(settings, pool, cache, metrics)

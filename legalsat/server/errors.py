@@ -6,7 +6,6 @@ in time, 413 body over the limit, 415 a body not declared as JSON, 422 invalid i
 
 from __future__ import annotations
 
-import json
 import logging
 
 from fastapi import FastAPI, Request
@@ -96,30 +95,25 @@ def shutting_down() -> ApiError:
 
 
 class HostAllowList:
-    """Starlette's TrustedHostMiddleware (LEGALSAT_ALLOWED_HOSTS), refusing in the service's
-    error shape: 400 `bad_host`."""
+    """Starlette's TrustedHostMiddleware (LEGALSAT_ALLOWED_HOSTS, checked when the app is
+    built), refusing in the service's error shape: 400 `bad_host`."""
 
     def __init__(self, app, allowed_hosts: list[str]):
-        self.app, self.allowed_hosts = app, allowed_hosts
+        self.app, self.open = app, "*" in allowed_hosts
+        self.checker = TrustedHostMiddleware(self._allowed, allowed_hosts=allowed_hosts, www_redirect=False)
+
+    async def _allowed(self, scope, receive, _send):
+        await self.app(scope, receive, scope["legalsat.send"])
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or "*" in self.allowed_hosts:
+        if scope["type"] != "http" or self.open:
             return await self.app(scope, receive, send)
 
-        async def allowed(scope_, receive_, _send):
-            await self.app(scope_, receive_, send)
-
         async def refused(message):  # only the checker's own refusal is sent through here
-            if message["type"] != "http.response.start":
-                return
-            body = json.dumps({"error": Code.BAD_HOST.at().to_error()}).encode()
-            await send({"type": "http.response.start", "status": 400,
-                        "headers": [(b"content-type", b"application/json"),
-                                    (b"content-length", str(len(body)).encode())]})
-            await send({"type": "http.response.body", "body": body})
+            if message["type"] == "http.response.start":
+                await error_json(400, {"error": Code.BAD_HOST.at().to_error()})(scope, receive, send)
 
-        checker = TrustedHostMiddleware(allowed, allowed_hosts=self.allowed_hosts, www_redirect=False)
-        await checker(scope, receive, refused)
+        await self.checker({**scope, "legalsat.send": send}, receive, refused)
 
 
 def install_error_handlers(app: FastAPI) -> None:

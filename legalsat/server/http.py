@@ -22,13 +22,20 @@ def bounded_protocol(max_head_bytes: int) -> type[HttpToolsProtocol]:
     """An HttpToolsProtocol class refusing request heads over `max_head_bytes`."""
 
     class BoundedHead(HttpToolsProtocol):
+        # counting while a head is being received: from a request's first byte (httptools'
+        # on_message_begin; the connection's start) to the blank line that ends its head
         def connection_made(self, transport) -> None:
             self._head_left, self._tail = max_head_bytes, b""
             super().connection_made(transport)
 
-        def on_message_complete(self) -> None:
-            super().on_message_complete()
-            self._head_left, self._tail = max_head_bytes, b""  # the next request's head begins
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if self._head_left is None:  # a request that began inside data already counted
+                self._head_left, self._tail = max_head_bytes, b""
+
+        def on_headers_complete(self) -> None:
+            super().on_headers_complete()
+            self._head_left = None  # the body follows: not counted here
 
         def data_received(self, data: bytes) -> None:
             if self._head_left is not None:
@@ -39,8 +46,6 @@ def bounded_protocol(max_head_bytes: int) -> type[HttpToolsProtocol]:
                     self._refuse()
                     return
                 self._tail = seen[-(len(_END) - 1):]
-                if end >= 0:
-                    self._head_left = None  # the body follows: not counted here
             super().data_received(data)
 
         def _refuse(self) -> None:

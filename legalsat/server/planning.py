@@ -16,7 +16,8 @@ import uuid
 
 from legalsat.api import PLANNER_VERSION
 from legalsat.diagnostics import Code
-from legalsat.schemas.optimize import parse_request
+from legalsat.planner.request import PlanOptions
+from legalsat.schemas.optimize import check_request_id
 from legalsat.server.cache import request_key, splice_request_id
 from legalsat.server.deps import ServiceState
 from legalsat.server.errors import ApiError, deadline, queue_full, shutting_down, worker_lost
@@ -61,13 +62,13 @@ def answer_error(status: int, body: bytes, meta: dict) -> ApiError:
 async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     """One optimize request -> (response body, "hit" | "miss" | "kept"). Raises ApiError or
     InputError for everything that is not a plan response."""
-    # validated before the cache is asked (a hit answers only a valid request); the checks
-    # whose cost grows with the input run in the worker, which parses the request in full
     if not isinstance(obj, dict):  # a batch item: a string would be parsed as JSON text again
         raise Code.INVALID_INPUT.error("a request must be a JSON object", 'send {"target": ..., "op": {...}}')
-    req = parse_request(obj, exact=False)  # InputError -> 422, before any worker is involved
-    rid = req.request_id
-    keep = req.options.keep_egraph
+    # only valid requests are cached and the key is all but the request_id: a hit checks that
+    # alone; a miss is parsed in full by the worker (its cost grows with the input)
+    rid = check_request_id(obj.get("request_id"))
+    opts = obj.get("options") if isinstance(obj.get("options"), dict) else {}
+    keep = opts.get("keep_egraph") is True
     key = request_key(PLANNER_VERSION, "optimize", obj)
     if not keep:
         hit = state.cache.get(key)
@@ -75,12 +76,12 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
             state.metrics.cache.labels("hit").inc()
             return splice_request_id(hit, rid or uuid.uuid4().hex[:16]), "hit"
         state.metrics.cache.labels("miss").inc()
-    # the planner keeps to its budget (timeout_ms, capped by the server's deadline) and says
-    # what it could not finish in it; the worker is killed only past the budget plus a grace
-    budget = min(req.options.timeout_ms, state.settings.deadline_ms)
-    job = obj if budget == req.options.timeout_ms else {**obj, "options": {**(obj.get("options") or {}),
-                                                                           "timeout_ms": budget}}
-    status, body, meta = await run_job(state, "optimize", job, budget + state.settings.deadline_grace_ms)
+    # the worker plans within min(timeout_ms, the server's deadline) and says what it could
+    # not finish in it; it is killed only past that budget plus a grace
+    asked = opts.get("timeout_ms")
+    asked = asked if type(asked) is int and asked > 0 else PlanOptions.timeout_ms
+    budget = min(asked, state.settings.deadline_ms)
+    status, body, meta = await run_job(state, "optimize", obj, budget + state.settings.deadline_grace_ms)
     if status != 200:
         raise answer_error(status, body, meta)
     state.metrics.saturation(meta)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from legalsat.api import optimize, verify_pipeline
 from legalsat.diagnostics import Code, InputError, internal_error
-from legalsat.schemas.base import compact_json
+from legalsat.schemas.base import compact_json, model_json
 
 Answer = tuple[int, bytes, dict]
 
@@ -32,10 +32,8 @@ WARM_UP = {"op": {"kind": "copy",
 
 
 def _optimize(payload: dict) -> Answer:
-    opts = payload.get("options") if isinstance(payload.get("options"), dict) else {}
-    if _NODE_CAP is not None and isinstance(opts.get("node_limit"), int) and opts["node_limit"] > _NODE_CAP:
-        payload = {**payload, "options": {**opts, "node_limit": _NODE_CAP}}  # what this worker's memory holds
-    out = optimize(payload)
+    # the server's deadline and what this worker's memory holds cap the request's own limits
+    out = optimize(payload, max_timeout_ms=_MAX_TIMEOUT_MS, max_node_limit=_NODE_CAP)
     snapshot = out["egraph"].pop("snapshot", None)
     if snapshot is not None:  # keep_egraph: the service keeps it under this id
         out["egraph"]["id"] = uuid.uuid4().hex
@@ -46,7 +44,7 @@ def _optimize(payload: dict) -> Answer:
 
 
 def _verify_pipeline(payload: dict) -> Answer:
-    return 200, verify_pipeline(payload).model_dump_json(exclude_unset=True).encode(), {}
+    return 200, model_json(verify_pipeline(payload)), {}
 
 
 JOBS: dict[str, Callable[[dict], Answer]] = {"optimize": _optimize, "verify_pipeline": _verify_pipeline}
@@ -111,6 +109,7 @@ def limit_memory(memory_mb: int | None) -> None:
 # at this limit (stop_reason node_limit) instead of failing an allocation.
 BYTES_PER_ENODE = 3000
 _NODE_CAP: int | None = None
+_MAX_TIMEOUT_MS: int | None = None  # the service's deadline
 
 
 def _resident_bytes() -> int:
@@ -125,10 +124,11 @@ def node_cap(memory_mb: int, resident: int) -> int:
     return max(1000, ((memory_mb << 20) - resident) // 2 // BYTES_PER_ENODE)
 
 
-def worker_main(conn, target: str, memory_mb: int | None = None) -> None:
+def worker_main(conn, target: str, memory_mb: int | None = None, max_timeout_ms: int | None = None) -> None:
     """Process entry point: tie its life to the service, cap its memory, warm up, say ready,
     then answer jobs until told to stop (None) or the pipe closes."""
-    global _NODE_CAP
+    global _NODE_CAP, _MAX_TIMEOUT_MS
+    _MAX_TIMEOUT_MS = max_timeout_ms
     tie_to_server()
     limit_memory(memory_mb)
     try:

@@ -16,6 +16,11 @@ def pow2_at_least(n: int) -> int:
     return 1 << max(n - 1, 0).bit_length()
 
 
+def pow2_at_most(n: int) -> int:
+    """The largest power of two <= n (1 for n <= 1)."""
+    return 1 << floor_log2(n)
+
+
 def floor_log2(n: int) -> int:
     """floor(log2(n)) for n >= 1 (0 for n <= 1)."""
     return max(n, 1).bit_length() - 1

@@ -17,6 +17,19 @@ import numpy as np
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import DType
 
+# what a TMA pipeline's shared memory holds beside its boxes: one stage's mbarrier, aligned
+# (the planner's budget and the Gluon kernel's own check count the same)
+TMA_STAGE_BARRIER_BYTES = 64
+
+
+# The inspector-executor's scans (legalsat.kernels.inspector) take int32 tiles of at most
+# INSPECTOR_STEP_ELEMENTS a step, at 4 bytes of shared memory an element (compiled for sm90:
+# tests/kernels/test_resources.py); the plain inspector's prefix sum scans
+# INSPECTOR_BUCKET_SCAN buckets a step. The planner sizes the step, the kernels follow it.
+INSPECTOR_STEP_ELEMENTS = 8192
+INSPECTOR_BUCKET_SCAN = 1024
+SCAN_BYTES_PER_ELEMENT = 4
+
 
 class MemOp(StrEnum):
     LOAD = "load"

@@ -11,16 +11,12 @@ from math import prod
 import numpy as np
 import torch
 
-from legalsat.clients.triton import WORD_DTYPE
+from legalsat.clients.triton import TORCH_OF, WORD_DTYPE
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.descriptor import Swizzle
+from legalsat.terms.integers import span
 from legalsat.terms.smem import LayoutDim, StageLayout
 
-TORCH_ELEMENT = {"uint8": torch.uint8, "int8": torch.int8, "bool": torch.bool, "float8_e4m3fn": torch.float8_e4m3fn,
-                 "float8_e5m2": torch.float8_e5m2, "int16": torch.int16, "uint16": torch.uint16,
-                 "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
-                 "tfloat32": torch.float32, "int32": torch.int32, "uint32": torch.uint32, "float64": torch.float64,
-                 "int64": torch.int64, "uint64": torch.uint64}
 POISON_BYTE = 0xA5
 
 
@@ -28,8 +24,8 @@ def source_tensor(shape, strides, dtype: str, device, gen: torch.Generator, *, w
     """A strided view over fresh storage with random contents. Plain loads get random bits;
     a tensor read by the tensor core (`wgmma`: the element it reads) gets finite values it
     reads exactly (tf32: 10 mantissa bits) and no -0.0 (an identity product returns +0.0)."""
-    span_elems = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-    t = TORCH_ELEMENT[dtype]
+    span_elems = span(shape, strides)
+    t = TORCH_OF[dtype]
     es = torch.empty(0, dtype=t).element_size()
     if wgmma is None or dtype in ("int8", "uint8"):
         raw = torch.randint(0, 256, (span_elems * es,), dtype=torch.uint8, device=device, generator=gen)

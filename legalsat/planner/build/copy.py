@@ -105,15 +105,8 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     if small and r.eb > 8:  # the e-class may hold narrower forms; this one is what extraction chose
         raise Infeasible([Code.SHUFFLE_WORD.at(f"{r.eb}-byte elements: a warp shuffle exchanges words of at "
                                                "most 8 bytes")])
-    try:
-        f = solve_transpose_tile(r, a, b, 2048 if small else min(32768, smem_budget), small=small)
-    except Infeasible as e:
-        if small or smem_budget >= 32768:
-            raise
-        # no tile fits the budget the request set: that is the reason to report
-        raise Infeasible([Code.SMEM_BUDGET.at(f"no staged tile fits {smem_budget} bytes of shared memory "
-                                              f"({e})", "raise options.smem_bytes, or use the plan's direct "
-                                              "candidate")]) from None
+    f = solve_transpose_tile(r, a, b, 2048 if small else 32768, small=small,
+                             smem_budget=None if small else smem_budget)
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
     smem = None

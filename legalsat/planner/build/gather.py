@@ -12,30 +12,29 @@ from legalsat.planner.formulation import Formulation
 from legalsat.planner.plan import Executor, GatherPlan, Inspector, Piece
 from legalsat.planner.prove import Walk, prove_gather
 from legalsat.planner.solve import Infeasible, solve_rows
-from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least
+from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
 from legalsat.terms.movement import Distribution, Gather
+from legalsat.terms.smem import INSPECTOR_BUCKET_SCAN, INSPECTOR_STEP_ELEMENTS, SCAN_BYTES_PER_ELEMENT
 from legalsat.terms.strategy import Strategy
 
-INSPECTOR_PASSES = ("histogram", "prefix_sum", "scatter")
-# the inspector passes scan int32 tiles of up to this many elements a step; a scan takes 4
-# bytes of shared memory an element (compiled for sm90: tests/kernels/test_resources.py)
-INSPECTOR_STEP_ELEMENTS = 8192
-SCAN_BYTES_PER_ELEMENT = 4
-BUCKET_SCAN_ELEMENTS = 1024  # the plain inspector's prefix sum scans this many buckets a step
+# the kernels' passes over the indices (legalsat.kernels.inspector)
+BUCKET_PASSES = ("histogram", "prefix_sum", "scatter")
+GROUP_PASSES = ("histogram", "column_scan", "offsets", "scatter")
 
 
 def inspector_step(buckets: int, grouped: bool, smem_budget: int) -> int:
     """Elements of one inspector step: as many as fit the shared-memory budget, up to
     INSPECTOR_STEP_ELEMENTS; a grouped step holds at least one row of every group."""
     fit = min(INSPECTOR_STEP_ELEMENTS, smem_budget // SCAN_BYTES_PER_ELEMENT)
-    need = pow2_at_least(buckets) if grouped else BUCKET_SCAN_ELEMENTS
+    need = pow2_at_least(buckets) if grouped else INSPECTOR_BUCKET_SCAN
     if fit < need:
         what = f"a step over all {buckets} groups" if grouped else f"its prefix sum of {need} buckets"
         raise Infeasible([Code.SMEM_BUDGET.at(
             f"the inspector's scans take {need * SCAN_BYTES_PER_ELEMENT} bytes of shared memory ({what}); "
             f"the budget is {smem_budget}",
             "raise options.smem_bytes, or use the plan's direct candidate")])
-    return 1 << floor_log2(fit) if grouped else need
+    return pow2_at_most(fit) if grouped else need
+
 
 WINDOW_ROWS = 32  # a warp's rows: what a window-local (shuffle) gather promises
 
@@ -54,7 +53,7 @@ def build_gather(form: Formulation, m: Gather, smem_budget: int):
         buckets = m.index.groups or (rows if m.index.distribution is Distribution.PAGED
                                      else max(1, cdiv(m.index.count, 128)))
         step = inspector_step(buckets, bool(m.index.groups), smem_budget)
-        inspector = Inspector(buckets, INSPECTOR_PASSES, 8 * m.index.count, step, SCAN_BYTES_PER_ELEMENT * step)
+        inspector = Inspector(buckets, GROUP_PASSES if m.index.groups else BUCKET_PASSES, 8 * m.index.count, step)
         executor = Executor(f.rows, "expert" if m.index.groups else "bucket")
     if form.strategy is Strategy.SHUFFLE:
         window = WINDOW_ROWS

@@ -29,7 +29,7 @@ from legalsat.planner.solve import FieldProblem, Infeasible
 from legalsat.protocols.synth import TmaPipelineSpec, fit_stages
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle, TmaDescriptor
-from legalsat.terms.integers import cdiv, gcd_all
+from legalsat.terms.integers import cdiv, gcd_all, lowbit
 from legalsat.terms.movement import Consumer, LoadTile, Major
 from legalsat.terms.smem import LayoutDim, StageLayout
 from legalsat.terms.strategy import Strategy
@@ -182,11 +182,6 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
                         slices, step, element.name), None
 
 
-def _pow2_box(extent: int) -> int:
-    """The largest power of two that divides `extent`, at most 256 (a box dim)."""
-    return min(extent & -extent, MAX_BOX)
-
-
 def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy: Strategy) -> list[Choice]:
     """Every way the tile's inner extent allows to land it (each swizzle with an inner box of
     its span; unswizzled with the widest box; for a wgmma operand, unswizzled 16-byte boxes: the
@@ -198,7 +193,7 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
     inner_bytes = dims[0].tile * es
     inner = [(sw, sw.span_bytes // es) for sw in (Swizzle.B128, Swizzle.B64, Swizzle.B32)
              if inner_bytes % sw.span_bytes == 0]
-    widest = _pow2_box(dims[0].tile)
+    widest = lowbit(dims[0].tile, MAX_BOX)
     if strategy is not Strategy.TMA or widest * es >= 16:
         inner.append((Swizzle.NONE, widest))
     if m.consumer.is_wgmma and inner_bytes % 16 == 0 and (Swizzle.NONE, 16 // es) not in inner:
@@ -233,7 +228,7 @@ def _outer_boxes(dims: list[WalkDim], row_major: bool, exact: bool) -> list[int]
     stack in the tile's row-major order."""
     outer, split = [], False
     for d in dims[1:]:
-        b = 1 if split else d.tile if exact and d.tile <= MAX_BOX else _pow2_box(d.tile)
+        b = 1 if split else d.tile if exact and d.tile <= MAX_BOX else lowbit(d.tile, MAX_BOX)
         split = split or (row_major and b < d.tile)
         outer.append(b)
     return outer
@@ -338,10 +333,11 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
     else:
         stages = min(stages, fit_stages(TmaPipelineSpec(load_bytes=(tile_bytes,), smem_bytes=smem)))
     tiles = math.prod(grid)
+    vec = vector_bytes(m, dims)
     if strategy is Strategy.TMA:
         total_us = estimate_us(target, tiles, tile_bytes, stages, target.cost.tile_tma)
     else:  # each byte goes through registers on its way (twice the traffic), one tile in flight
-        width = dict(target.cost.by_width).get(min(16, vector_bytes(m, dims)), target.cost.scatter)
+        width = dict(target.cost.by_width).get(min(16, vec), target.cost.scatter)
         total_us = estimate_us(target, tiles, tile_bytes, 1, width // 2)
     note = choice.note if m.consumer.is_wgmma and choice.wgmma is None else None
     plan = TileLoadPlan(grid, tuple(d.coords for d in dims), boxes, choice.layout, "zero", folded, broadcast,
@@ -350,7 +346,6 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
                                choice.layout)
     smem_layout = SmemLayout(tile_bytes, stages, choice.swizzle, 0, 1.0, choice.read_ways,
                              boxes_per_stage=len(boxes))
-    vec = vector_bytes(m, dims)
     # the walk as a piece: its dims (outermost first) with their source strides and the stage's
     # strides inside a box; a tile of the walk's tile extents per program
     piece = Piece(0, 0, es, tuple(Dim(d.extent, d.stride, ld.stride) for d, ld in
