@@ -173,3 +173,19 @@ def test_tma_kernel_refuses_a_misaligned_tensor():
     with pytest.raises(InputError) as e:
         k(src, dst)
     assert e.value.headline.field == "src" and "16-byte" in e.value.headline.message
+
+
+def test_tma_plans_within_a_tight_budget_have_their_gluon_kernel():
+    """The planner and the Gluon kernel count a pipeline's shared memory alike: a transposing
+    plan at a budget just over its boxes is emitted, not refused for the barriers."""
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import permuted, view
+
+    for budget in (49216, 40000, 16448):
+        out = optimize({"op": {"kind": "copy", "src": view("bfloat16", [4096, 4096]),
+                               "dst": permuted("bfloat16", [4096, 4096], [1, 0])},
+                        "options": {"smem_bytes": budget, "max_plans": 5}})
+        tma = [p for p in out["plans"] if p["strategy"] == "tma"]
+        assert tma, out["rejected"]
+        for p in tma:
+            assert emit(p, "gluon").variant == "gluon"

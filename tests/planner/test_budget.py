@@ -70,3 +70,14 @@ def test_timeout_ms_means_the_same_on_the_command_line(tmp_path, capsys):
     main(["optimize", "--compact", str(path)])
     out = json.loads(capsys.readouterr().out)
     assert out["egraph"]["stop_reason"] == "time_limit" and "planning_deadline" in _rejected_codes(out)
+
+
+def test_caps_bound_the_validated_request():
+    """A server's deadline and a worker's node cap bound the request's own limits, whether
+    the request names them or leaves them to their defaults."""
+    req = parse_request(RANK8)
+    capped = req.within(max_timeout_ms=500, max_node_limit=1000)
+    assert (capped.options.timeout_ms, capped.options.node_limit) == (500, 1000)
+    named = parse_request({**RANK8, "options": {"timeout_ms": 100, "node_limit": 50_000}})
+    assert (named.within(500, 1000).options.timeout_ms, named.within(500, 1000).options.node_limit) == (100, 1000)
+    assert req.within() is req
