@@ -2,15 +2,19 @@
 measured copy bandwidth; then the planner's cost model calibrated on those times.
 
     python -m benchmarks.bench_kernels plan     # CPU: plan every workload -> benchmarks/kernel_plans.json
-    python -m benchmarks.bench_kernels run      # GPU: check + time every candidate -> $OUT or benchmarks/
-    python -m benchmarks.bench_kernels report RESULTS.json   # CPU: calibrate, regret, RESULTS.md
+    python -m benchmarks.bench_kernels run [K/N]   # GPU: check + time every candidate -> $OUT or benchmarks/
+    python -m benchmarks.bench_kernels report RESULTS.json [MORE.json ...]   # CPU: calibrate, regret, RESULTS.md
 
 `run` needs only torch, triton and legalsat's light modules (the Triton client never imports
 the planner), so the GPU machine runs the plans the CPU made. Each candidate strategy of a
 workload's response becomes a kernel (TMA plans twice: the tl descriptor kernel and the
 Gluon pipeline); outputs are poisoned before each check; times are
 the median of three `do_bench(..., return_mode="median")` runs; achieved GB/s counts bytes
-read + written once.
+read + written once. Each workload is also run as `torch.compile` of the same PyTorch op
+(the peer a PyTorch user would pick), checked bit-exact, and timed after its compile.
+
+`run K/N` measures the K-th of N equal parts of the workloads (the small cases go with part
+1), so a run fits a time limit per command; `report` merges the parts' results files.
 """
 
 from __future__ import annotations
@@ -49,14 +53,21 @@ def plan() -> None:
 
 
 # ---------------------------------------------------------------- run (GPU)
-def run(out_dir: Path) -> None:
+def run(out_dir: Path, part: int = 1, parts: int = 1) -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import METHOD, candidates
     from benchmarks.measure import timed as measure_timed
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import Inputs, make_inputs, poison, reference, same_bits
+    from legalsat.testing.torch_reference import (
+        Inputs,
+        compiled_peer,
+        make_inputs,
+        poison,
+        reference,
+        same_bits,
+    )
 
     spreads: list[float] = []
 
@@ -93,6 +104,15 @@ def run(out_dir: Path) -> None:
         row = {"name": name, "bytes": inp.moved_bytes, "candidates": []}
         if time_it:
             row["torch_ms"] = timed(lambda inp=inp: reference(inp))
+            try:  # the peer: torch.compile of the same op, compiled before it is timed
+                peer = compiled_peer(inp)
+                row["torch_compile_exact"] = same_bits(peer(), ref)
+                if row["torch_compile_exact"]:
+                    row["torch_compile_ms"] = timed(peer)
+                del peer
+            except Exception as e:  # a peer that does not compile is reported, not fatal
+                row["torch_compile_error"] = f"{type(e).__name__}: {str(e)[:400]}"
+            torch._dynamo.reset()
             # the copy limit at this workload's size: a contiguous copy of as many bytes
             a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev)
             b = torch.empty_like(a)
@@ -111,14 +131,18 @@ def run(out_dir: Path) -> None:
         torch.cuda.empty_cache()
         return row
 
-    for name, entry in json.loads(CASES.read_text()).items():
-        results["cases"].append(measure(name, entry, time_it=False))
-    for name, entry in json.loads(PLANS.read_text()).items():
+    results["part"] = [part, parts]
+    if part == 1:
+        for name, entry in json.loads(CASES.read_text()).items():
+            results["cases"].append(measure(name, entry, time_it=False))
+    entries = list(json.loads(PLANS.read_text()).items())
+    for name, entry in entries[(part - 1) * len(entries) // parts: part * len(entries) // parts]:
         results["workloads"].append(measure(name, entry, time_it=True))
     results["timing"] = {"method": METHOD,
                          "max_spread": round(max(spreads), 3),
                          "median_spread": round(sorted(spreads)[len(spreads) // 2], 3)}
-    (out_dir / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
+    suffix = f"_part{part}" if parts > 1 else ""
+    (out_dir / f"kernel_results{suffix}.json").write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
 
 
@@ -127,7 +151,7 @@ def table(results: dict) -> str:
     """The short table: per workload PyTorch, every candidate, the best, as GB/s and share of copy."""
     bw = results["copy_gbps"]
     lines = [f"copy bandwidth {bw:.0f} GB/s", f"{'workload':48s} {'torch':>13s} {'best legalsat':>30s} {'x torch':>8s}"
-             f" {'of same-size copy':>18s}"]  # the faster of copy_ and legalsat's contiguous copy
+             f" {'x compile':>9s} {'of same-size copy':>18s} {'first':>18s}"]  # same-size: faster of copy_ and legalsat's
     for w in results["workloads"]:
         gbps = lambda ms, w=w: w["bytes"] / ms / 1e6  # noqa: E731
         timed = [c for c in w["candidates"] if c.get("ms")]
@@ -139,7 +163,11 @@ def table(results: dict) -> str:
         sp = f"{t / best['ms']:.2f}" if best and t else "-"
         limit = min(w.get("copy_same_size_ms") or 1e9, w.get("copy_same_size_legalsat_ms") or 1e9)
         same = f"{limit / best['ms']:.2f}" if best and limit < 1e9 else "-"
-        lines.append(f"{w['name']:48s} {tt:>13s} {bb:>30s} {sp:>8s} {same:>18s}")
+        tc = w.get("torch_compile_ms")
+        xc = f"{tc / best['ms']:.2f}" if best and tc else "-"
+        first = w["candidates"][0] if w["candidates"] else {}
+        fr = f"{first.get('strategy', '-')} {first['ms'] / best['ms']:.3f}" if best and first.get("ms") else "-"
+        lines.append(f"{w['name'][:48]:48s} {tt:>13s} {bb:>30s} {sp:>8s} {xc:>9s} {same:>18s} {fr:>18s}")
     bad = [(w["name"], c["strategy"], c["variant"]) for w in results["workloads"] + results["cases"]
            for c in w["candidates"] if not c.get("exact")]
     lines.append(f"inexact or failed kernels: {len(bad)} {bad[:8]}")
@@ -152,10 +180,11 @@ if __name__ == "__main__":
         plan()
     elif cmd == "run":
         out = Path(os.environ.get("OUT") or HERE)
-        run(out)
+        k, n = (int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "1/1").split("/"))
+        run(out, k, n)
     elif cmd == "report":
         from benchmarks.kernel_report import report
 
-        report(Path(sys.argv[2]))
+        report([Path(a) for a in sys.argv[2:]])
     else:
         sys.exit(f"unknown command {cmd!r}: use plan, run or report")

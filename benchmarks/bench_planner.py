@@ -1,45 +1,74 @@
-"""Planning time of `legalsat optimize` on the planner suite, in-process (interpreter
-start-up and the one-time rule compilation of a worker excluded, as a long-running service
-or batch worker sees it).
+"""Planning time of `legalsat optimize` on the planner suite, in one process: what a JIT
+that calls the planner as a library sees.
 
-    python -m benchmarks.bench_planner [--repeat 3]
+    python -m benchmarks.bench_planner [--repeat 1] [--json OUT.json]
 
-Prints per-request times (best of --repeat), then the median and maximum.
+Every request of legalsat/testing/data/planner_suite.jsonl is planned once in the order of
+the suite (after one warm-up request that compiles the rules), each a request the process
+has not seen; `--repeat N` plans the whole suite N times and keeps each request's best.
+Prints per-request times, the median and maximum, and the median of each stage (the
+response's `timings_ms`). Then a fresh interpreter's import + first plan, best of 3.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
 import statistics
+import subprocess
+import sys
 import time
 
-from legalsat.api import optimize
 from legalsat.testing.planner_suite import load_suite
+
+COLD = ("import time; t = time.perf_counter(); from legalsat.api import optimize; "
+        "from legalsat.testing.planner_suite import suite_request; "
+        "optimize(suite_request('transpose-8192sq-bf16')); print(time.perf_counter() - t)")
+
+
+def cold_start_s(runs: int = 3) -> float:
+    """A fresh interpreter: import legalsat.api and plan one suite request (best of `runs`)."""
+    return min(float(subprocess.run([sys.executable, "-c", COLD], check=True, capture_output=True,
+                                     text=True).stdout) for _ in range(runs))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
+    from legalsat.api import optimize
+
     reqs = load_suite()
     optimize({"term": "(copy (view uint8 (16 16) (16 1) 16) (view uint8 (16 16) (1 16) 16))"})  # compile rules
-    rows = []
-    for q in reqs:
-        best, out = None, None
-        for _ in range(args.repeat):
+    best: dict[str, tuple[float, dict, dict]] = {}
+    for _ in range(args.repeat):
+        for q in reqs:
             t = time.perf_counter()
             out = optimize(q)
-            dt = (time.perf_counter() - t) * 1000
-            best = dt if best is None else min(best, dt)
+            ms = (time.perf_counter() - t) * 1000
+            if q["request_id"] not in best or ms < best[q["request_id"]][0]:
+                best[q["request_id"]] = (ms, out["timings_ms"], out)
+    for rid, (ms, _, out) in best.items():
         first = out["plans"][0]["strategy"] if out["plans"] else "-"
-        rows.append((q["request_id"], best, out["status"], first, out["egraph"]["enodes"], out["egraph"]["stop_reason"]))
-    for rid, ms, status, first, n, stop in rows:
-        print(f"{rid:36s} {ms:8.1f} ms  {status:10s} {first:18s} {n:6d} e-nodes  {stop}")
-    times = [r[1] for r in rows]
-    print(f"\n{len(rows)} requests on {platform.processor() or platform.machine()}, Python "
-          f"{platform.python_version()}: median {statistics.median(times):.1f} ms, max {max(times):.1f} ms "
-          f"({sum(r[2] == 'ok' for r in rows)} ok, {sum(r[2] == 'infeasible' for r in rows)} infeasible)")
+        print(f"{rid:36s} {ms:8.1f} ms  {out['status']:10s} {first:18s} {out['egraph']['enodes']:6d} e-nodes  "
+              f"{out['egraph']['stop_reason']}")
+    times = [v[0] for v in best.values()]
+    stages = {k: round(statistics.median(v[1][k] for v in best.values()), 2)
+              for k in next(iter(best.values()))[1] if k != "total"}
+    slowest = max(best, key=lambda r: best[r][0])
+    cold = cold_start_s()
+    figures = {"requests": len(times), "repeat": args.repeat, "median_ms": round(statistics.median(times), 2),
+               "max_ms": round(max(times), 2), "slowest": slowest, "stage_median_ms": stages,
+               "cold_start_s": round(cold, 3), "python": platform.python_version(),
+               "ok": sum(v[2]["status"] == "ok" for v in best.values())}
+    print(f"\n{len(times)} requests, Python {platform.python_version()}: median {figures['median_ms']:.1f} ms, "
+          f"max {figures['max_ms']:.1f} ms ({slowest}); stage medians {stages}; "
+          f"fresh process import + first plan {cold:.2f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=1)
 
 
 if __name__ == "__main__":

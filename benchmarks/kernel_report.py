@@ -145,11 +145,25 @@ def regrets(entries: dict, meas: dict, est: dict) -> dict[str, dict]:
     return out
 
 
-def report(results_path: Path) -> None:
+def merged(paths: list[Path]) -> dict:
+    """One results document from one run's parts (`run K/N`): the first part's environment,
+    copy bandwidth and cases, every part's workloads in order."""
+    parts = [json.loads(p.read_text()) for p in paths]
+    out = dict(parts[0])
+    out["workloads"] = [w for r in parts for w in r["workloads"]]
+    out["cases"] = [c for r in parts for c in r["cases"]]
+    spreads = [r.get("timing", {}) for r in parts]
+    if len(parts) > 1 and all(spreads):
+        out["timing"] = {"method": spreads[0]["method"], "max_spread": max(t["max_spread"] for t in spreads),
+                         "median_spread": max(t["median_spread"] for t in spreads)}
+    return out
+
+
+def report(results_paths: list[Path]) -> None:
     from legalsat.targets.calibration import cost_document, cost_path
     from legalsat.targets.sm90 import ANALYTIC, SM90
 
-    results = json.loads(results_path.read_text())
+    results = merged(results_paths)
     plans = json.loads((HERE / "kernel_plans.json").read_text())
     entries = {name: {"workload_request": Workload(**e["workload"]).request()} for name, e in plans.items()}
     meas, variants = measured(results, plans)
@@ -206,8 +220,8 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
              "contiguous copy of as many bytes, in the same run. `tma` shows the Gluon pipeline and the tl descriptor kernel; `build_kernel` runs "
              "Gluon for straight TMA copies and tl for transposing ones (`default_variant`), and regret "
              "uses that one.", "",
-             "| workload | PyTorch | direct | tma gluon / tl | staged_smem | shuffle | inspector_executor | best × PyTorch | best ÷ same-size copy | planner's first (regret) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| workload | PyTorch | torch.compile | direct | tma gluon / tl | staged_smem | shuffle | inspector_executor | best × PyTorch | best × torch.compile | best ÷ same-size copy | planner's first (regret) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for w in results["workloads"]:
         n = w["name"]
 
@@ -224,18 +238,26 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
                 cells.append(g(vs["tl"]))
         best = min((meas[k] for k in meas if k[0] == n), default=None)
         t = w.get("torch_ms")
+        tc = w.get("torch_compile_ms")
         r = after.get(n)
         speedup = f"{t / best:.2f}" if t and best else "–"
+        over_compile = f"{tc / best:.2f}" if tc and best else "–"
         first = f"{r['first']} ({r['regret']:.3f})" if r else "–"
         c = min(w.get("copy_same_size_ms") or 1e9, w.get("copy_same_size_legalsat_ms") or 1e9)
         same = f"{c / best:.2f}" if c < 1e9 and best else "–"
-        lines.append(f"| {n} | {g(t) if t else '–'} | " + " | ".join(cells) + f" | {speedup} | {same} | {first} |")
+        lines.append(f"| {n} | {g(t) if t else '–'} | {g(tc) if tc else '–'} | " + " | ".join(cells)
+                     + f" | {speedup} | {over_compile} | {same} | {first} |")
     inexact = [(w["name"], c["strategy"], c["variant"]) for w in results["workloads"] + results["cases"]
                for c in w["candidates"] if not c.get("exact")]
     total = sum(len(w["candidates"]) for w in results["workloads"] + results["cases"])
     lines += ["", f"Kernels checked bit-exact: {total - len(inexact)} of {total} ({len(results['cases'])} small "
               f"odd-shape cases and {len(results['workloads'])} workloads, every candidate plan, both TMA variants)."
               + (f" Inexact: {inexact}" if inexact else ""), "",
+              "`torch.compile` is the same PyTorch op compiled (`dynamic=False`), checked bit-exact and timed "
+              "after its compile: "
+              + (f"{sum(1 for w in results['workloads'] if w.get('torch_compile_exact'))} of "
+                 f"{len(results['workloads'])} exact." if any('torch_compile_exact' in w for w in results['workloads'])
+                 else "not run."), "",
               "### Plan regret", "",
               "Measured time of the planner's first plan ÷ best measured time among its candidates.", "",
               "| workload | analytic model: first (regret) | calibrated: first (regret) |", "| --- | --- | --- |"]

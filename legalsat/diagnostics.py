@@ -149,8 +149,10 @@ class Code(Enum):
                             "describe the index distribution (paged / clustered / groups) if it has structure")
     NO_INDICES = ("no_indices", Category.PLANNING, "a copy has no indices to inspect",
                   "nothing to change: inspector-executor plans gathers; a copy's plans are the others")
-    GATHER_STAGED = ("gather_staged", Category.PLANNING, "a gather's rows are contiguous on both sides: "
-                     "nothing to transpose", "nothing to change: the gather's direct plan moves whole rows")
+    GATHER_STAGED = ("gather_staged", Category.PLANNING, "a gather's direct plan already loads and stores along "
+                     "each side's contiguous dim (along an inner axis, the index entries are the stores' contiguous "
+                     "dim): staging through shared memory would add a pass", "nothing to change: the gather's "
+                     "direct plan is its staged-free form")
     NOT_WARP_LOCAL = ("not_warp_local", Category.PLANNING, "register shuffles need the gathered rows of a "
                       "warp within a 32-row window", 'use distribution "warp_local" if that holds')
     LOAD_TILE_STRATEGY = ("load_tile", Category.PLANNING, "tile loads use tma or direct staging",

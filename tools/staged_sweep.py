@@ -18,25 +18,18 @@ from pathlib import Path
 
 
 def main() -> None:
-    import torch
     from triton.testing import do_bench
 
     from legalsat.clients.triton import build_kernel
     from legalsat.kernels.words import transposed_dims, word_piece
-    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+    from legalsat.testing.torch_reference import poison, same_bits
+    from tools.sweep import workloads
 
-    plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
-    dev = torch.device("cuda")
+    def staged(resp: dict) -> dict | None:
+        return next((p for p in resp["plans"] if p["strategy"] == "staged_smem"), None)
+
     rows = []
-    for name, entry in plans.items():
-        resp = entry["response"]
-        staged = [i for i, p in enumerate(resp["plans"]) if p["strategy"] == "staged_smem"]
-        if not staged or (sys.argv[1:] and not any(a in name for a in sys.argv[1:])):
-            continue
-        base = resp["plans"][staged[0]]
-        gen = torch.Generator(device=dev).manual_seed(5)
-        inp = make_inputs(resp, entry["workload"], dev, gen)
-        want = reference(inp)
+    for name, base, inp, want in workloads(staged, sys.argv[1:]):
         piece = base["pieces"][0]
         dims = piece["dims"]
         a, b = transposed_dims(word_piece(piece, "pieces[0]"))
@@ -58,8 +51,6 @@ def main() -> None:
                                  "exact": ok, "ms": ms, "bytes": inp.moved_bytes})
                     print(f"{name:40s} src {ta:4d} dst {tb:4d} w{warps} {ok} "
                           f"{inp.moved_bytes / ms / 1e6 if ms else 0:7.0f} GB/s", flush=True)
-        del inp, want
-        torch.cuda.empty_cache()
     out = Path(os.environ.get("OUT", "."))
     (out / "staged_sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
     best = {}

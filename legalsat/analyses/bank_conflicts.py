@@ -23,6 +23,7 @@ gfx942 (AMD Composable Kernel documentation, "Understanding AMD GPU LDS and Bank
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from legalsat.targets import Target
@@ -112,6 +113,17 @@ def analyze_access(access: SharedAccess, target: Target) -> BankReport:
     Invariant: `access` satisfies SharedAccess's invariants for this target (the parsers
     check lane count and alignment).
     """
+    # moving every address by whole bank rows (banks x bank bytes) changes no bank and no
+    # pairing: instructions of a tile walk that differ so are analysed once
+    row = target.banks.banks * target.banks.bank_bytes
+    active = [a for a in access.addresses if a is not None]
+    base = min(active) // row * row if active else 0
+    return _analyze(SharedAccess(access.op, access.access_bytes,
+                                 tuple(None if a is None else a - base for a in access.addresses)), target)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _analyze(access: SharedAccess, target: Target) -> BankReport:
     b = target.banks
     phases = []
     total = ideal = 0

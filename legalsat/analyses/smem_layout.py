@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from legalsat.analyses.bank_conflicts import BankReport, analyze_access
 from legalsat.diagnostics import Code, InputError
 from legalsat.targets import Target
@@ -103,53 +105,64 @@ class TileReport:
 MAX_INSTRUCTIONS = 4096
 
 
-def reduce_tile_access(x: TileAccess, target: Target) -> list[SharedAccess]:
-    """The warp instructions that walk the whole tile with the pattern, in order.
-
-    Raises InputError when the combination cannot be issued (misaligned vector, ldmatrix on
-    a tile that is not made of 16x16 blocks, ...) or would take more than MAX_INSTRUCTIONS.
-    """
+def _units(x: TileAccess, target: Target) -> tuple[int, np.ndarray]:
+    """(access width, every lane's byte address of the walk in order, -1 padding the last
+    instruction) as an int64 array of shape (instructions, lanes); raises like
+    `reduce_tile_access`."""
     lanes = target.banks.lanes
     width = _check(x, lanes)
     t = x.tile
     ebytes = t.dtype.storage_bits // 8
     vec_per_row = t.cols // x.vector
-
-    def at(row: int, vcol: int) -> int:
-        return swizzle_offset(row * t.row_pitch_bytes + vcol * width, t.swizzle)
-
     # the count first, from the shape: enumerating a tile past the limit is what the limit avoids
     planned = t.rows * vec_per_row if x.pattern in (WarpPattern.ROWS, WarpPattern.COLS) else \
         cdiv(t.rows, 16) * cdiv(t.cols * ebytes, 32) * 32
     if cdiv(planned, lanes) > MAX_INSTRUCTIONS:
         raise _problem(f"walking this tile takes {cdiv(planned, lanes)} warp instructions; the limit is "
                        f"{MAX_INSTRUCTIONS}", "analyze a smaller tile (the pattern repeats)", "tile")
-    units: list[int]
-    if x.pattern is WarpPattern.ROWS:
-        units = [at(r, c) for r in range(t.rows) for c in range(vec_per_row)]
-    elif x.pattern is WarpPattern.COLS:
-        units = [at(r, c) for c in range(vec_per_row) for r in range(t.rows)]
+    if x.pattern in (WarpPattern.ROWS, WarpPattern.COLS):
+        r, c = np.meshgrid(np.arange(t.rows), np.arange(vec_per_row),
+                           indexing="ij" if x.pattern is WarpPattern.ROWS else "xy")
+        units = r.ravel() * t.row_pitch_bytes + c.ravel() * width
     else:
-        units = []
-        for rb in range(0, t.rows, 16):
-            for cb in range(0, t.cols * ebytes, 32):
-                for lane in range(32):
-                    m, r = divmod(lane, 8)
-                    row = rb + (m % 2) * 8 + r
-                    units.append(swizzle_offset(row * t.row_pitch_bytes + cb + (m // 2) * 16,
-                                                t.swizzle))
+        rb, cb, lane = np.meshgrid(np.arange(0, t.rows, 16), np.arange(0, t.cols * ebytes, 32), np.arange(32),
+                                   indexing="ij")
+        m, r = np.divmod(lane, 8)
+        units = ((rb + (m % 2) * 8 + r) * t.row_pitch_bytes + cb + (m // 2) * 16).ravel()
+    units = units.astype(np.int64)
+    span = t.swizzle.span_bytes
+    if span:
+        units = units ^ (((units >> 7) & (span // 16 - 1)) << 4)
     count = cdiv(len(units), lanes)
     if count > MAX_INSTRUCTIONS:
         raise _problem(f"walking this tile takes {count} warp instructions; the limit is "
                        f"{MAX_INSTRUCTIONS}", "analyze a smaller tile (the pattern repeats)", "tile")
-    out = []
-    for k in range(count):
-        chunk = units[k * lanes:(k + 1) * lanes]
-        chunk += [None] * (lanes - len(chunk))
-        out.append(SharedAccess(x.op, width, tuple(chunk)))
-    return out
+    out = np.full(count * lanes, -1, dtype=np.int64)
+    out[:len(units)] = units
+    return width, out.reshape(count, lanes)
+
+
+def reduce_tile_access(x: TileAccess, target: Target) -> list[SharedAccess]:
+    """The warp instructions that walk the whole tile with the pattern, in order.
+
+    Raises InputError when the combination cannot be issued (misaligned vector, ldmatrix on
+    a tile that is not made of 16x16 blocks, ...) or would take more than MAX_INSTRUCTIONS.
+    """
+    width, units = _units(x, target)
+    return [SharedAccess(x.op, width, tuple(None if a < 0 else int(a) for a in row)) for row in units]
 
 
 def analyze_tile_access(x: TileAccess, target: Target) -> TileReport:
-    """Per-instruction bank reports for the tile walk (see reduce_tile_access)."""
-    return TileReport(tuple(analyze_access(a, target) for a in reduce_tile_access(x, target)))
+    """Per-instruction bank reports for the tile walk (see reduce_tile_access). Instructions
+    whose addresses differ by whole bank rows (banks x bank bytes) are analysed once."""
+    width, units = _units(x, target)
+    row = target.banks.banks * target.banks.bank_bytes
+    active = units >= 0
+    none = np.iinfo(np.int64).max
+    base = np.where(active, units, none).min(axis=1, keepdims=True)
+    base = np.where(base == none, 0, base) // row * row
+    shapes, inverse = np.unique(np.where(active, units - base, -1), axis=0, return_inverse=True)
+    reports = [analyze_access(SharedAccess(x.op, width, tuple(None if a < 0 else int(a) for a in r)), target)
+               for r in shapes]
+    return TileReport(tuple(reports[i] for i in np.ravel(inverse)))
+

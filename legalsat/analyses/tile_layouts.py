@@ -13,6 +13,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
+
 from legalsat.analyses.bank_conflicts import analyze_access
 from legalsat.analyses.smem_layout import analyze_tile_access
 from legalsat.diagnostics import InputError
@@ -58,10 +60,24 @@ def _transposed_read(eb: int, target: Target) -> tuple[WarpPattern, int]:
     return WarpPattern.COLS, max(1, 4 // eb)
 
 
-@functools.cache
+# rows of a staged tile whose walk repeats: every row pitch is a multiple of 16 bytes, so 64
+# rows move an address by a multiple of 1024 bytes (whole bank rows, and whole 8-row swizzle
+# periods), and every walk's instructions (32 lanes down rows, 16-row ldmatrix blocks, rows of
+# vectors) fall within 64-row bands; a taller tile's walk is translated copies of the first
+# band's, with the same ways
+REPEAT_ROWS = 64
+
+
 def staged_layouts(eb: int, target: Target, rows: int = 64, row_bytes: int = 128) -> tuple[TileLayout, ...]:
     """Every candidate layout of a `rows` x `row_bytes` staged-transpose tile of `eb`-byte
     elements, best (fewest ways, then least padding) first. eb in (1, 2, 4, 8)."""
+    if rows > REPEAT_ROWS and rows % REPEAT_ROWS == 0:
+        rows = REPEAT_ROWS
+    return _staged_layouts(eb, target, rows, row_bytes)
+
+
+@functools.cache
+def _staged_layouts(eb: int, target: Target, rows: int, row_bytes: int) -> tuple[TileLayout, ...]:
     dt = WORD_DTYPES[eb]
     cols = row_bytes // eb
     out = []
@@ -103,35 +119,28 @@ def stage_read_ways(layout: StageLayout, matrix: TileMatrix, consumer: Consumer,
 
     `matrix`: the tile read as (rows, cols)."""
     eb = layout.element_bytes
-    cols, index = matrix.cols, matrix.index
+    cols = matrix.cols
 
-    accesses: list[SharedAccess] = []
     lanes = target.banks.lanes
+    ins, lane = np.meshgrid(np.arange(samples), np.arange(lanes), indexing="ij")  # (instruction, lane)
     if consumer in (Consumer.WGMMA_A, Consumer.WGMMA_B):
         t = max(1, 16 // eb)
         # (mn, k) of the operand; the contiguous one advances by 16-byte chunks
-        mn_is_row = consumer is Consumer.WGMMA_A
-        for blk in range(samples):
-            addrs = []
-            for lane in range(lanes):
-                q, r = divmod(lane % 32, 8)
-                strided, chunk = r + 8 * (q % 2) + 16 * (blk % 4), (q // 2 + 2 * (blk // 4)) * t
-                k, mn = (chunk, strided) if major is Major.K else (strided, chunk)
-                addrs.append(layout.address(index(mn, k) if mn_is_row else index(k, mn)))
-            accesses.append(SharedAccess(MemOp.LOAD, 16, tuple(addrs)))
+        q, r = np.divmod(lane % 32, 8)
+        strided, chunk = r + 8 * (q % 2) + 16 * (ins % 4), (q // 2 + 2 * (ins // 4)) * t
+        k, mn = (chunk, strided) if major is Major.K else (strided, chunk)
+        rows_, cols_ = (mn, k) if consumer is Consumer.WGMMA_A else (k, mn)
+        vec = 16
+        addrs = layout.addresses(matrix.indices(rows_, cols_))
     else:
         contiguous = bool(layout.dims) and any(k == matrix.col_dim and mult == 1 for k, mult in layout.dims[0].parts)
         vec = 16 if contiguous and cols * eb >= 16 else 4
         per = max(1, vec // eb)
-        for ins in range(samples):
-            addrs = []
-            for lane in range(lanes):
-                if consumer is Consumer.ROWS:
-                    flat = (ins * lanes + lane) * per
-                    r, c = divmod(flat, max(cols, 1))
-                else:  # lane i: row i, the same vector of columns
-                    r, c = ins * lanes + lane, 0
-                a = layout.address(index(r, c))
-                addrs.append(a - a % vec)
-            accesses.append(SharedAccess(MemOp.LOAD, vec, tuple(addrs)))
-    return max(analyze_access(a, target).conflict_ways for a in accesses)
+        if consumer is Consumer.ROWS:
+            rows_, cols_ = np.divmod((ins * lanes + lane) * per, max(cols, 1))
+        else:  # lane i: row i, the same vector of columns
+            rows_, cols_ = ins * lanes + lane, np.zeros_like(lane)
+        addrs = layout.addresses(matrix.indices(rows_, cols_))
+        addrs = addrs - addrs % vec
+    return max(analyze_access(SharedAccess(MemOp.LOAD, vec, tuple(int(a) for a in row)), target).conflict_ways
+               for row in addrs)

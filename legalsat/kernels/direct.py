@@ -3,7 +3,8 @@
 Copies walk the piece flat, `tile[0]` elements per program, in destination order (the
 dim with the smallest destination stride fastest, so stores are contiguous and 16-byte
 where the plan's alignment allows). Gathers move `rows_per_program` index entries per
-program, each entry's slab as one contiguous run where the slab is contiguous.
+program, each entry's slab as one contiguous run where the slab is contiguous; a gather
+along an inner axis runs its tile along the entries instead (`gather_columns_kernel`).
 """
 
 from __future__ import annotations
@@ -112,13 +113,47 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
     return "\n".join(out) + "\n"
 
 
+def gather_columns_kernel(name: str, p: WordPiece, rows: int, step: int, count: int, bound: int,
+                          src_stride: int, out_stride: int) -> tuple[str, int]:
+    """Source and program count of an index-major gather (one along an inner axis, whose
+    entries are the output's contiguous run: out[r, k] = src[r, index[k]]): program
+    (entry block, slab step) moves `rows` entries x `step` slab words, its tile's fast axis
+    along the entries, so each store is a contiguous run of the output and each load takes
+    from every slab row only the sectors its entries touch."""
+    q = p.coalesced()
+    slab = q.elems
+    steps = cdiv(slab, step)
+    km, em = count % rows != 0, slab % step != 0
+    out = [f"@triton.jit\ndef {name}(src, index, out):", "    pid = tl.program_id(0).to(tl.int64)",
+           f"    kb = pid // {steps}", f"    e = (pid % {steps}) * {step} + tl.arange(0, {step})",
+           f"    k = kb * {rows} + tl.arange(0, {rows})"]
+    out.append("    idx = tl.load(index + k" + (f", mask=k < {count}, other=0" if km else "") + ").to(tl.int64)")
+    out.append(f"    ok = (idx >= 0) & (idx < {bound})" + (f" & (k < {count})" if km else ""))
+    out += slab_offsets(q)
+    so = f"idx[None, :] * {src_stride} + ss[:, None]" + (f" + {p.src_offset}" if p.src_offset else "")
+    do = f"k[None, :] * {out_stride} + sd[:, None]" + (f" + {p.dst_offset}" if p.dst_offset else "")
+    emask = f" & (e < {slab})[:, None]" if em else ""
+    out += [f"    mask = ok[None, :]{emask}", f"    x = tl.load(src + {so}, mask=mask)",
+            f"    tl.store(out + {do}, x, mask=mask)"]
+    return "\n".join(out) + "\n", cdiv(count, rows) * steps
+
+
 def emit_direct_gather(pieces: list[tuple[int, WordPiece, PieceOut]], gather: GatherOut,
                        num_warps: int) -> tuple[list[str], list[Launch]]:
-    """One row-gather kernel per slab piece (a ragged slab has a core and a tail)."""
+    """One row-gather kernel per slab piece (a ragged slab has a core and a tail); an
+    index-major plan (piece tile: entries, slab elements) one `gather_columns_kernel`."""
     texts, launches = [], []
     rows = gather.rows_per_program
     count = gather.index_count
-    for i, p, _ in pieces:
+    for i, p, raw in pieces:
+        if len(raw.tile) == 2:
+            name = f"gather_columns_{i}"
+            text, grid = gather_columns_kernel(name, p, rows, max(raw.tile[1] * raw.element_bytes // p.word, 1),
+                                               count, gather.index_bound, gather.src_index_stride_bytes // p.word,
+                                               gather.out_index_stride_bytes // p.word)
+            texts.append(text)
+            launches.append(Launch(name, grid, num_warps, ("src", "index", "out"), word=p.word))
+            continue
         name = f"gather_rows_{i}"
         texts.append(gather_rows_kernel(name, p, rows, count, gather.index_bound,
                                         gather.src_index_stride_bytes // p.word,

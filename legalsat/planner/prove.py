@@ -155,9 +155,28 @@ def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit:
     return equal, injective, total
 
 
+def coalesced(shape, *strides) -> tuple[list[int], ...]:
+    """The same (offset, ...) set of a strided index space with unit dims dropped and each
+    pair of neighbouring dims merged where the outer one continues the inner on every side
+    (stride_outer == stride_inner * extent_inner): a bijection of index spaces that keeps
+    every offset, so a proof about the coalesced form is a proof about the request, with
+    fewer floors for isl to reason about."""
+    dims = [(n, *(st[k] for st in strides)) for k, n in enumerate(shape) if n != 1] or [(1,) + (0,) * len(strides)]
+    out = [dims[0]]
+    for n, *st in dims[1:]:
+        m, *prev = out[-1]
+        if all(p == s * n for p, s in zip(prev, st)):
+            out[-1] = (m * n, *st)
+        else:
+            out.append((n, *st))
+    return tuple([d[i] for d in out] for i in range(len(strides) + 1))
+
+
 def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -> Proof:
     """The plan's pieces and walks cover the copy's element pairs exactly once."""
     numel = prod(shape)
+    label_shape = list(shape)
+    shape, src_strides, dst_strides = coalesced(shape, src_strides, dst_strides)
     fast = _check_by_decoding(shape, src_strides, dst_strides, walks, esize, [], [])
     if fast is not None:
         equal, injective, total = fast
@@ -167,12 +186,12 @@ def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -
             _, full = _plan_maps(walks, [], esize)
             injective &= full.is_injective()
         return Proof(equal and total == numel, injective,
-                     f"{{ walk -> i }} decoded from dst offsets over shape {list(shape)}")
+                     f"{{ walk -> i }} decoded from dst offsets over shape {label_shape}")
     idx, cons, src, dst = request_copy(shape, src_strides, dst_strides)
     req = _map([], [], idx, cons, src, dst)
     proj, full = _plan_maps(walks, [], esize)
     return Proof(proj.is_equal(req), full.is_injective(),
-                 f"{{ i -> (src, dst) elements }} over shape {list(shape)}")
+                 f"{{ i -> (src, dst) elements }} over shape {label_shape}")
 
 
 def prove_gather(src_shape, src_strides, axis: int, unit: int, count: int, esize: int,
@@ -188,7 +207,7 @@ def prove_gather(src_shape, src_strides, axis: int, unit: int, count: int, esize
     slab_shape[axis] = unit
     params, pcons = ["j", "r"], [f"0 <= j < {count}", f"0 <= r < {rows}"]
     offs = (f"{unit * src_strides[axis]}*r", f"{unit * out_strides[axis]}*j")
-    fast = _check_by_decoding(slab_shape, src_strides, out_strides, walks, esize, params, pcons)
+    fast = _check_by_decoding(*coalesced(slab_shape, src_strides, out_strides), walks, esize, params, pcons)
     label = f"{{ (j, r) -> (src, out) elements }} for {count} indices over {rows} rows"
     slab_numel = prod(slab_shape)
     if fast is not None:

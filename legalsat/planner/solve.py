@@ -12,7 +12,7 @@ runs, extents) are summarised in one `no_fields` reason when they alone make a p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import z3
 
@@ -102,7 +102,12 @@ class LinearFields:
 def solve_linear(p: Region, max_block_bytes: int = 16384) -> LinearFields:
     """Block size of a direct copy piece: the largest power of two of at most
     `max_block_bytes` that the piece can fill."""
-    fp = FieldProblem("block size")
+    cap = min(MAX_LOG, floor_log2(max_block_bytes) - floor_log2(p.eb),
+              (floor_log2(p.elems - 1) + 1 if p.elems > 1 else 0))
+    if cap >= 0:  # closed form: the largest block both bounds allow
+        block = 1 << cap
+        return LinearFields(block, cdiv(p.elems, block), warps_for(block * p.eb), p.eb)
+    fp = FieldProblem("block size")  # unsat: z3's core names the bound
     e = fp.log2_var("block_log2", MAX_LOG)
     lb = floor_log2(p.eb)
     fp.require("block_bytes", e + lb <= floor_log2(max_block_bytes),
@@ -135,7 +140,11 @@ def solve_tma_box(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_byte
     at most its swizzle. Maximizes the inner box, then the store's inner box, then the box
     bytes, then each outer box dim in order (a unique optimum: the same piece always gets
     the same box)."""
-    fp = FieldProblem("TMA box")
+    closed = _tma_box_closed(p, order, smem_bytes, dtype_bytes, store_buffers, max_tile_bytes, inner_cap_bytes,
+                             dst_inner)
+    if closed is not None:
+        return closed
+    fp = FieldProblem("TMA box")  # unsat: z3's core names the constraints
     dims = [p.dims[k] for k in order]
     es = [fp.log2_var(f"box{k}_log2", 8) for k in range(len(dims))]
     lb = floor_log2(dtype_bytes)
@@ -180,6 +189,58 @@ def solve_tma_box(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_byte
     return TmaFields(order, box, m[stages].as_long(), 1 << m.eval(total).as_long())
 
 
+def _tma_box_closed(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_bytes: int, store_buffers: int,
+                    max_tile_bytes: int, inner_cap_bytes: int | None, dst_inner: int | None) -> TmaFields | None:
+    """`solve_tma_box`'s optimum in closed form; None when its constraints are unsat.
+
+    Every constraint bounds one exponent from below or above, or bounds the box's total
+    exponent from above (the tile cap, and two stages of the box within the shared memory);
+    so the lexicographic optimum is greedy: each objective in turn takes the largest value
+    that leaves the later exponents their lower bounds, the total then takes the most the
+    bounds allow, the remaining exponents fill it in order, and the stages are the most that
+    fit. A property test compares it with the z3 form on random pieces."""
+    dims = [p.dims[k] for k in order]
+    lb = floor_log2(dtype_bytes)
+    scale = p.eb // dtype_bytes
+    n = len(dims)
+    lo = [0] * n
+    hi = [min(8, floor_log2(d[0] * (scale if k == 0 else 1))) for k, d in enumerate(dims)]
+    lo[0] = max(lo[0], 4 - lb)
+    if dst_inner is not None:
+        lo[dst_inner] = max(lo[dst_inner], 4 - lb)
+    if inner_cap_bytes:
+        hi[0] = min(hi[0], floor_log2(inner_cap_bytes) - lb)
+        if dst_inner is not None:
+            hi[dst_inner] = min(hi[dst_inner], floor_log2(inner_cap_bytes) - floor_log2(p.eb))
+    if any(a > b for a, b in zip(lo, hi)):
+        return None
+    top = floor_log2(max_tile_bytes)
+    fitting = [k for k in range(4, top + 1)
+               if (2 + store_buffers) * (1 << k) + TMA_STAGE_BARRIER_BYTES * 2 <= smem_bytes]
+    if not fitting:
+        return None
+    cap = fitting[-1] - lb  # the most the exponents may sum to
+    if sum(lo) > cap or sum(lo) + lb < 4:
+        return None
+    es = list(lo)
+    fixed: set[int] = set()
+    for k in [0] + ([dst_inner] if dst_inner is not None else []):
+        if k not in fixed:
+            es[k] = min(hi[k], cap - sum(es) + es[k])
+            fixed.add(k)
+    free = [k for k in range(n) if k not in fixed]
+    total = min(cap, sum(es[k] for k in fixed) + sum(hi[k] for k in free))
+    room = total - sum(es[k] for k in fixed)
+    for i, k in enumerate(free):
+        later = sum(lo[j] for j in free[i + 1:])
+        es[k] = min(hi[k], room - later)
+        room -= es[k]
+    t = sum(es) + lb
+    stages = max(s for s in range(2, 5)
+                 if s == 2 or (s + store_buffers) * (1 << t) + TMA_STAGE_BARRIER_BYTES * s <= smem_bytes)
+    return TmaFields(order, tuple(1 << e for e in es), stages, 1 << t)
+
+
 @dataclass(frozen=True)
 class TileFields:
     """A 2-D tile over the piece's src-contiguous dim (`a`) and dst-contiguous dim (`b`)."""
@@ -201,7 +262,10 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     Measured on the H100 (tools/staged_sweep.py): runs of 256 bytes on both sides and the
     largest tile win; when destination rows are not 16-byte aligned the emitter skews the
     tile to 32-byte sectors, and 128-byte destination runs with 256-byte source runs win."""
-    fp = FieldProblem("transpose tile")
+    closed = _transpose_tile_closed(p, a, b, max_tile_bytes, min_run_bytes, small, smem_budget)
+    if closed is not None:
+        return closed
+    fp = FieldProblem("transpose tile")  # unsat: z3's core names the constraints
     na, nb = p.dims[a][0], p.dims[b][0]
     ea, eb_ = fp.log2_var("tile_a_log2", 10), fp.log2_var("tile_b_log2", 10)
     lb = floor_log2(p.eb)
@@ -240,6 +304,44 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else warps_for(ta * tb * p.eb))
 
 
+def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_run_bytes: int, small: bool,
+                           smem_budget: int | None) -> TileFields | None:
+    """`solve_transpose_tile`'s optimum by enumeration of its at most 11 x 11 exponents (the
+    same constraints and lexicographic objective as its z3 form, which a property test
+    compares it with); None when no exponents satisfy them."""
+    na, nb = p.dims[a][0], p.dims[b][0]
+    lb = floor_log2(p.eb)
+    cap_a = floor_log2(na - 1) + 1 if na > 1 else 0
+    cap_b = floor_log2(nb - 1) + 1 if nb > 1 else 0
+    budget = floor_log2(smem_budget) if smem_budget is not None and smem_budget < max_tile_bytes \
+        else floor_log2(max_tile_bytes)
+    run = max(floor_log2(min_run_bytes) - lb, 0)
+    unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
+    best: tuple | None = None
+    for ea in range(min(10, cap_a) + 1):
+        for eb_ in range(min(10, cap_b) + 1):
+            if ea + eb_ + lb > budget:
+                continue
+            if small:
+                if (ea if na <= nb else eb_) != min(cap_a, cap_b):
+                    continue
+                key = (ea + eb_,)
+            elif unaligned_dst:
+                if eb_ != min(max(floor_log2(128) - lb, 0), cap_b) or ea != min(max(floor_log2(256) - lb, 0), cap_a):
+                    continue
+                key = (ea + eb_,)
+            else:
+                if ea < min(run, cap_a) or eb_ < min(run, cap_b):
+                    continue
+                key = (ea + eb_, eb_)
+            if best is None or key > best[0]:
+                best = (key, ea, eb_)
+    if best is None:
+        return None
+    ta, tb = 1 << best[1], 1 << best[2]
+    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else warps_for(ta * tb * p.eb))
+
+
 @dataclass(frozen=True)
 class RowFields:
     rows: int
@@ -247,9 +349,22 @@ class RowFields:
     vector_bytes: int
 
 
-def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = 32768) -> RowFields:
-    """Rows (index entries) per program of a gather: as many as fit `max_block_bytes`."""
-    fp = FieldProblem("rows per program")
+def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = 32768,
+               index_major: bool = False) -> RowFields:
+    """Rows (index entries) per program of a gather: as many as fit `max_block_bytes`.
+    `index_major` (a gather along an inner axis, whose entries are the output's contiguous
+    dim): the kernel steps through the slab, so a program takes up to 1024 entries with 8
+    warps, whatever the slab's size (the more entries a program takes, the faster, on the
+    H100 for 1,000 of 4,096 fp32 columns: tools/gather_sweep.py)."""
+    if index_major:
+        f = solve_rows(vector_bytes, vector_bytes, count, min(max_block_bytes, 1024 * vector_bytes))
+        return replace(f, num_warps=8)
+    within = floor_log2(count - 1) + 1 if count > 1 else 0
+    fit = [e for e in range(min(12, within) + 1) if (1 << e) * slab_bytes <= max(max_block_bytes, slab_bytes)]
+    if fit:  # closed form: the most rows both bounds allow
+        rows = 1 << fit[-1]
+        return RowFields(rows, warps_for(rows * slab_bytes), vector_bytes)
+    fp = FieldProblem("rows per program")  # unsat: z3's core names the bound
     e = fp.log2_var("rows_log2", 12)
     fp.require("block_bytes", pow2(e) * slab_bytes <= max(max_block_bytes, slab_bytes),
                f"more than {max_block_bytes} bytes per program")

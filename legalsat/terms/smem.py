@@ -144,6 +144,12 @@ class StageLayout:
             return off
         return off ^ (((off >> 7) & (span // 16 - 1)) << 4)
 
+    def addresses(self, index: np.ndarray) -> np.ndarray:
+        """`address` of every tile index in `index` (shape [..., rank]), elementwise."""
+        off = self.offsets(index)
+        span = self.swizzle.span_bytes
+        return off ^ (((off >> 7) & (span // 16 - 1)) << 4) if span else off
+
     @property
     def bytes(self) -> int:
         """Bytes of the stage: the boxes fill it densely."""

@@ -18,7 +18,9 @@ from legalsat.terms.integers import span
 from legalsat.terms.sexpr import op_from_sexp
 
 TORCH_DTYPES = {"uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32, "int32": torch.int32,
-                "uint64": torch.uint64, "int64": torch.int64, "float16": torch.float16,
+                "uint64": torch.uint64, "int64": torch.int64, "float16": torch.float16, "int8": torch.int8,
+                "int16": torch.int16, "bool": torch.bool, "float8_e4m3fn": torch.float8_e4m3fn,
+                "float8_e5m2": torch.float8_e5m2,
                 "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
                 "tfloat32": torch.float32, "float32_ftz": torch.float32, "tfloat32_ftz": torch.float32}
 POISON = 0xA5
@@ -68,8 +70,11 @@ def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) ->
     sv = op["src"]
     dtype = TORCH_DTYPES[sv["dtype"]]
     es = torch.empty(0, dtype=dtype).element_size()
-    src_buf = random_bits(span(sv["shape"], sv["strides"]), dtype, device, gen)
-    src = src_buf.as_strided(sv["shape"], sv["strides"])
+    # a base aligned to fewer than 16 bytes starts exactly that far into its allocation, so a
+    # plan that assumed more alignment than the request gave is caught
+    skew = sv.get("base_align", 16) // es if sv.get("base_align", 16) < 16 else 0
+    src_buf = random_bits(skew + span(sv["shape"], sv["strides"]), dtype, device, gen)
+    src = src_buf.as_strided(sv["shape"], sv["strides"], skew)
     torch_op = workload.get("torch_op", "copy" if op["kind"] == "copy" else "index_select")
     if op["kind"] == "copy":
         dv = op["dst"]
@@ -101,6 +106,34 @@ def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) ->
             index = index.sort().values
     return Inputs("gather", torch_op, 2 * out.numel() * es, src, index=index, group=group, out=out, unit=unit,
                   axis=axis)
+
+
+def compiled_peer(inp: Inputs):
+    """`torch.compile` of the same op (what a PyTorch user would pick instead): a function of
+    no arguments returning what `reference` returns. A copy writes into the destination view,
+    as the kernels do."""
+    if inp.kind == "copy":
+        buf = torch.empty_like(inp.dst_buf)
+        buf.view(torch.uint8).fill_(POISON)
+        view = buf.as_strided(inp.dst.shape, inp.dst.stride())
+        fn = torch.compile(lambda dst, src: dst.copy_(src), dynamic=False)
+        return lambda: (fn(view, inp.src), buf)[1]
+    axis, unit = inp.axis, inp.unit
+    if inp.group is not None:
+        def moe(src, index, group):
+            order = torch.argsort(group, stable=True)
+            return src.index_select(0, index[order]), order
+        fn = torch.compile(moe, dynamic=False)
+        return lambda: fn(inp.src, inp.index, inp.group)
+    if unit > 1:
+        shape = list(inp.src.shape)
+        paged_shape = shape[:axis] + [shape[axis] // unit, unit] + shape[axis + 1:]
+        out_shape = list(inp.out.shape)
+        fn = torch.compile(lambda src, index: src.reshape(paged_shape).index_select(axis, index).reshape(out_shape),
+                           dynamic=False)
+    else:
+        fn = torch.compile(lambda src, index: src.index_select(axis, index), dynamic=False)
+    return lambda: fn(inp.src, inp.index)
 
 
 def poison(inp: Inputs) -> None:

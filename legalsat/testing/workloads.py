@@ -82,6 +82,43 @@ def workloads() -> list[Workload]:
                  "moe_permute", extra={"top_k": 2}),
         Workload("copy into padded pitch 16384×50257 bf16",
                  _copy(view("bfloat16", (16384, 50257)), view("bfloat16", (16384, 50257), (50264, 1))), "copy"),
+        # 1-byte and 8-byte elements; odd and small shapes whose edges are a large share
+        transpose("transpose 8192² uint8", "uint8", 8192, 8192),
+        transpose("transpose 32768×8192 fp8", "float8_e4m3fn", 32768, 8192),
+        transpose("transpose 4096² fp64", "float64", 4096, 4096),
+        transpose("transpose 1023×4097 bf16", "bfloat16", 1023, 4097),
+        transpose("transpose 517×33 bf16", "bfloat16", 517, 33),
+        # CNN layouts with few channels, both directions, and a 3-D rotation
+        permute("NCHW→NHWC 64×3×224×224 fp16", "float16", (64, 3, 224, 224), (0, 2, 3, 1)),
+        permute("NHWC→NCHW 32×56×56×256 bf16", "bfloat16", (32, 56, 56, 256), (0, 3, 1, 2)),
+        permute("rotate (A,B,C)→(C,A,B) 256×512×1024 bf16", "bfloat16", (256, 512, 1024), (2, 0, 1)),
+        # x[:, 1:4097] of an 8192×4098 bf16 matrix: rows 2-byte aligned
+        Workload("column slice 8192×4096 of 4098 bf16, base 2 B aligned",
+                 _copy(view("bfloat16", (8192, 4096), (4098, 1), align=2), view("bfloat16", (8192, 4096))), "copy"),
+        # gathers along an inner axis and of short rows
+        Workload("gather axis 1: 1000 of 4096 fp32 columns × 2048 rows",
+                 {"kind": "gather", "src": view("float32", (2048, 4096)), "axis": 1,
+                  "index": {"count": 1000, "distribution": "random"}}, "index_select"),
+        Workload("gather 64 B rows random 4M", _gather(view("bfloat16", (1 << 22, 32)), 1 << 22, "random"),
+                 "index_select"),
+        # paged KV caches: vLLM's NHD pages of 32 and 64 tokens, and HND blocks (block, head, token, dim)
+        Workload("paged KV 32 tok×8×128 bf16 unique pages",
+                 _gather(view("bfloat16", (8192 * 32, 8, 128)), 4096, "paged", page_size=32, unique=True),
+                 "paged_index_select"),
+        Workload("paged KV 64 tok×8×128 bf16 unique pages",
+                 _gather(view("bfloat16", (4096 * 64, 8, 128)), 2048, "paged", page_size=64, unique=True),
+                 "paged_index_select"),
+        Workload("paged KV HND 8×32 tok×128 bf16 unique blocks",
+                 _gather(view("bfloat16", (8192, 8, 32, 128)), 4096, "random", unique=True), "index_select"),
+        # MoE top-8 routing: Qwen3-MoE-like (128 experts, hidden 2048), DeepSeek-V3-like (256, 7168)
+        Workload("MoE top-8 permute 16384×2048 bf16 128 experts",
+                 _gather(view("bfloat16", (16384, 2048)), 16384 * 8, "clustered", groups=128),
+                 "moe_permute", extra={"top_k": 8}),
+        Workload("MoE top-8 permute 4096×7168 bf16 256 experts",
+                 _gather(view("bfloat16", (4096, 7168)), 4096 * 8, "clustered", groups=256),
+                 "moe_permute", extra={"top_k": 8}),
+        Workload("embedding 7 KiB rows vocab 151936", _gather(view("bfloat16", (151936, 3584)), 16384, "random"),
+                 "index_select"),
     ]
 
 
@@ -109,6 +146,13 @@ def small_cases() -> list[Workload]:
         Workload("gather 74 B rows 333 of 999", _gather(view("float16", (999, 37)), 333, "random"), "index_select"),
         Workload("gather axis 1 of 10×50×3 bf16", {"kind": "gather", "src": view("bfloat16", (10, 50, 3)), "axis": 1,
                                                     "index": {"count": 17, "distribution": "random"}}, "index_select"),
+        Workload("gather axis 1: 45 of 70 fp32 columns × 33 rows",
+                 {"kind": "gather", "src": view("float32", (33, 70)), "axis": 1,
+                  "index": {"count": 45, "distribution": "random"}}, "index_select"),
+        Workload("gather last axis: 300 of 517 of 5×7×517 bf16",
+                 {"kind": "gather", "src": view("bfloat16", (5, 7, 517)), "axis": 2,
+                  "index": {"count": 300, "distribution": "random"}}, "index_select"),
+        Workload("transpose 33×47 uint8", _copy(view("uint8", (33, 47)), permuted("uint8", (33, 47), (1, 0))), "copy"),
         Workload("paged 40 of 64 pages ×16×8×128 bf16",
                  _gather(view("bfloat16", (64 * 16, 8, 128)), 40, "paged", page_size=16, unique=True),
                  "paged_index_select"),

@@ -1,6 +1,8 @@
 """Tile layouts judged by the bank model: staged transposes, and loaded tiles read by their
 consumer."""
 
+import pytest
+
 from legalsat.analyses.tile_layouts import best_staged_ways, stage_read_ways, staged_layouts
 from legalsat.targets import resolve_target
 from legalsat.terms.descriptor import Swizzle
@@ -36,3 +38,14 @@ def test_wgmma_core_matrix_reads_need_the_swizzle():
 def test_staged_transpose_of_16_bit_elements_is_conflict_free():
     assert staged_layouts(2, SM90)[0].ways == 1.0
     assert best_staged_ways(2, SM90) == 1
+
+
+@pytest.mark.parametrize("eb,row_bytes", [(1, 128), (2, 256), (4, 128), (8, 512), (2, 32)])
+def test_a_tall_staged_tile_has_its_first_bands_ways(eb, row_bytes):
+    """staged_layouts analyses 64 rows of a taller tile: the full walk's ways are the same."""
+    from legalsat.analyses.tile_layouts import _staged_layouts, staged_layouts
+    from legalsat.targets import TARGETS
+
+    t = TARGETS["sm90"]
+    full = _staged_layouts(eb, t, 256, row_bytes)
+    assert staged_layouts(eb, t, 256, row_bytes) == full == _staged_layouts(eb, t, 64, row_bytes)

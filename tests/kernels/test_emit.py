@@ -189,3 +189,21 @@ def test_tma_plans_within_a_tight_budget_have_their_gluon_kernel():
         assert tma, out["rejected"]
         for p in tma:
             assert emit(p, "gluon").variant == "gluon"
+
+
+def test_inner_axis_gather_runs_along_its_entries():
+    """out[r, k] = src[r, index[k]]: the plan tiles (entries, slab elements) and the kernel's
+    fast axis is the entries (contiguous stores), with programs over both; a gather along
+    axis 0 keeps one slab per entry."""
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import gather, view
+
+    inner = optimize(gather("cols", view("float32", (2048, 4096)), 1, 1000))["plans"][0]
+    piece = inner["pieces"][0]
+    entries, step = piece["tile"]
+    assert inner["gather"]["rows_per_program"] == entries and entries >= 256
+    assert piece["grid"] == [-(-1000 // entries) * -(-2048 // step)]
+    src = emit(inner).source
+    assert "def gather_columns_0(" in src and "k[None, :] * 1 + sd[:, None]" in src
+    rows = optimize(gather("rows", view("float32", (2048, 4096)), 0, 1000))["plans"][0]
+    assert len(rows["pieces"][0]["tile"]) == 1 and "def gather_rows_0(" in emit(rows).source

@@ -239,7 +239,13 @@ def _pick(choices: list[Choice], tile_bytes: int, smem: int, wgmma: bool) -> tup
     wgmma operand, an addressable layout first; then power-of-two boxes (Triton's descriptors
     take no others), boxes in the tile's row-major order, the widest swizzle and the most
     stages (up to 4) within the budget."""
-    fp = FieldProblem("tile layout")
+    if choices and tile_bytes + 8 <= smem:  # closed form: the lexicographic order below, in Python
+        def key(i: int) -> tuple:
+            ch = choices[i]
+            return (0 if ch.wgmma is not None or not wgmma else 1, round(ch.read_ways * 1000), 0 if ch.pow2 else 1,
+                    0 if ch.row_major else 1, -ch.swizzle.span_bytes, i)
+        return choices[min(range(len(choices)), key=key)], min(4, smem // (tile_bytes + 8))
+    fp = FieldProblem("tile layout")  # unsat: z3's core names the budget
     c = z3.Int("choice")
     stages = z3.Int("stages")
     fp.opt.add(c >= 0, c < len(choices), stages >= 1, stages <= 4)
