@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from egglog import bindings
-
+from legalsat.planner.egglog_bindings import bindings
 from legalsat.planner.formulation import Candidate, formulation
 from legalsat.planner.saturate import Saturation
 from legalsat.terms.strategy import Strategy

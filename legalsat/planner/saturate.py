@@ -19,8 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from egglog import bindings
-
+from legalsat.planner.egglog_bindings import bindings
 from legalsat.planner.reports import Limits, RulesetStep, SaturationReport, StopReason
 from legalsat.planner.rules.program import ROUND, base_program
 from legalsat.targets import Target
@@ -88,7 +87,7 @@ class _Recorder:
         start = time.perf_counter()
         report = self.t.run(commands)
         elapsed = (time.perf_counter() - start) * 1000
-        size = self.t.nodes()
+        size = self.t.nodes() if report.updated else self.size  # a run that changed nothing added nothing
         matched = sum(report.num_matches_per_rule.values())
         self.matches.update({k: v for k, v in report.num_matches_per_rule.items() if v})
         self.steps.append(RulesetStep(iteration, ruleset, matched, size - self.size, round(elapsed, 3)))

@@ -12,9 +12,9 @@ runs, extents) are summarised in one `no_fields` reason when they alone make a p
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from dataclasses import dataclass, field, replace
-
-import z3
 
 from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import solver_ms
@@ -23,6 +23,22 @@ from legalsat.terms.integers import cdiv, floor_log2
 from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
 
 MAX_LOG = 20
+
+
+def _lazy(name: str):
+    """`name` imported on first use (importlib's LazyLoader): most field problems are solved
+    in closed form, so a process that plans only those never pays z3's import."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.find_spec(name)
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+z3 = _lazy("z3")
 
 
 class Infeasible(Exception):
@@ -87,6 +103,12 @@ def pow2(v) -> z3.ArithRef:
 def warps_for(tile_bytes: int) -> int:
     """4 warps up to 8 KiB of tile, 8 beyond (enough bytes in flight per SM)."""
     return 4 if tile_bytes <= 8192 else 8
+
+
+def transpose_warps(tile_bytes: int) -> int:
+    """`warps_for`, and 16 for a 64 KiB staged tile (a 256 x 256 uint8 transpose on the H100:
+    2647 GB/s with 16 warps, 2620 with 8; tools/staged_sweep.py)."""
+    return 16 if tile_bytes >= 65536 else warps_for(tile_bytes)
 
 
 @dataclass(frozen=True)
@@ -301,7 +323,7 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     m = fp.solve(objective)
     ta, tb = 1 << m[ea].as_long(), 1 << m[eb_].as_long()
     # scalar stores: 4 warps per tile measured fastest (more programs per SM in flight)
-    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else warps_for(ta * tb * p.eb))
+    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else transpose_warps(ta * tb * p.eb))
 
 
 def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_run_bytes: int, small: bool,
@@ -339,7 +361,7 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
     if best is None:
         return None
     ta, tb = 1 << best[1], 1 << best[2]
-    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else warps_for(ta * tb * p.eb))
+    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else transpose_warps(ta * tb * p.eb))
 
 
 @dataclass(frozen=True)

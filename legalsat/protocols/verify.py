@@ -28,8 +28,6 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
-import networkx as nx
-
 from legalsat.diagnostics import PROTOCOL_RULES, Code, ProtocolDiagnostic
 from legalsat.protocols.model import Op, OpKind, Protocol, Slot
 
@@ -315,6 +313,8 @@ class _Run:
         """Explain why the blocked roles cannot go on: a phase whose byte count can never reach
         zero (tx_mismatch), else a deadlock, naming the wait-for cycle (networkx) if there is
         one. Roles that only wait, directly or not, on a tx-stuck role are not reported again."""
+        import networkx as nx  # only a stalled protocol needs it (and it takes 0.2 s to import)
+
         waitfor = nx.DiGraph()
         stuck_tx, waits = set(), {}
         for name, st in blocked.items():

@@ -63,3 +63,16 @@ def test_the_response_carries_the_report():
     eg = legalsat.optimize(SMALL)["egraph"]
     assert eg["stop_reason"] == "saturated" and eg["report"]["steps"]
     assert eg["report"]["rule_matches"]["transposing"] >= 1
+
+
+def test_planner_loads_only_egglogs_bindings_and_egglog_still_imports():
+    """The planner loads egglog's compiled bindings without egglog's Python API (a third of a
+    fresh process's start); egglog imported afterwards reuses them."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import legalsat.planner.saturate; assert 'egglog' not in sys.modules; "
+            "import egglog; from egglog import EGraph, bindings; "
+            "assert bindings is sys.modules['egglog.bindings'] is legalsat.planner.saturate.bindings; "
+            "EGraph(); bindings.EGraph()")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -46,7 +46,7 @@ def test_tma_box_closed_form_is_z3s_optimum(eb, extents, smem, store_buffers, ca
 
 @settings(max_examples=150, deadline=None)
 @given(eb=st.sampled_from([1, 2, 4, 8, 16]), na=EXTENTS, nb=EXTENTS, pitch=st.integers(1, 70000),
-       tile=st.sampled_from([2048, 32768]), run=st.sampled_from([128, 256]), small=st.booleans(),
+       tile=st.sampled_from([2048, 32768, 65536]), run=st.sampled_from([128, 256]), small=st.booleans(),
        budget=st.sampled_from([None, 1024, 8192, 232448]))
 def test_transpose_tile_closed_form_is_z3s_optimum(eb, na, nb, pitch, tile, run, small, budget):
     r = Region(eb, 16, 16, ((na, 1, pitch), (nb, na, 1)))

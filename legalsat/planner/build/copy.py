@@ -105,9 +105,10 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     if small and r.eb > 8:  # the e-class may hold narrower forms; this one is what extraction chose
         raise Infeasible([Code.SHUFFLE_WORD.at(f"{r.eb}-byte elements: a warp shuffle exchanges words of at "
                                                "most 8 bytes")])
-    # 256-byte runs on both sides of a 1-byte tile would take 64 KiB: 128-byte runs keep it at 32
-    f = solve_transpose_tile(r, a, b, 2048 if small else 32768, min_run_bytes=128 if r.eb == 1 else 256,
-                             small=small, smem_budget=None if small else smem_budget)
+    # a 1-byte tile with 256-byte runs on both sides takes 64 KiB: measured on the H100 (uint8
+    # 8192^2, tools/staged_sweep.py) 256 x 256 runs at 2647 GB/s, 256 x 128 (32 KiB) at 2607
+    f = solve_transpose_tile(r, a, b, 2048 if small else 65536 if r.eb == 1 else 32768, small=small,
+                             smem_budget=None if small else smem_budget)
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
     smem = None

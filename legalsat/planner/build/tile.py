@@ -15,7 +15,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import z3
 
 from legalsat.analyses.tile_layouts import stage_read_ways
 from legalsat.analyses.wgmma import ELEMENTS, K_BITS, base_offset, operand_fields
@@ -25,7 +24,7 @@ from legalsat.planner.formulation import Formulation
 from legalsat.planner.plan import Dim, KSlice, Piece, SmemLayout, TileBox, TileLoadPlan, WgmmaOperand
 from legalsat.planner.prove import prove_tile_walk
 from legalsat.planner.rules.program import tile_walk_order
-from legalsat.planner.solve import FieldProblem, Infeasible
+from legalsat.planner.solve import FieldProblem, Infeasible, z3
 from legalsat.protocols.synth import TmaPipelineSpec, fit_stages
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle, TmaDescriptor
