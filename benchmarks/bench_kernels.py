@@ -2,8 +2,8 @@
 measured copy bandwidth; then the planner's cost model calibrated on those times.
 
     python -m benchmarks.bench_kernels plan     # CPU: plan every workload -> benchmarks/kernel_plans.json
-    python -m benchmarks.bench_kernels run [K/N]   # GPU: check + time every candidate -> $OUT or benchmarks/
-    python -m benchmarks.bench_kernels report RESULTS.json [MORE.json ...]   # CPU: calibrate, regret, RESULTS.md
+    python -m benchmarks.bench_kernels run      # GPU: check + time every candidate -> $OUT or benchmarks/
+    python -m benchmarks.bench_kernels report RESULTS.json   # CPU: calibrate, regret, RESULTS.md
 
 `run` needs only torch, triton and legalsat's light modules (the Triton client never imports
 the planner), so the GPU machine runs the plans the CPU made. Each candidate strategy of a
@@ -12,9 +12,6 @@ Gluon pipeline); outputs are poisoned before each check; times are
 the median of three `do_bench(..., return_mode="median")` runs; achieved GB/s counts bytes
 read + written once. Each workload is also run as `torch.compile` of the same PyTorch op
 (the peer a PyTorch user would pick), checked bit-exact, and timed after its compile.
-
-`run K/N` measures the K-th of N equal parts of the workloads (the small cases go with part
-1), so a run fits a time limit per command; `report` merges the parts' results files.
 """
 
 from __future__ import annotations
@@ -53,7 +50,7 @@ def plan() -> None:
 
 
 # ---------------------------------------------------------------- run (GPU)
-def run(out_dir: Path, part: int = 1, parts: int = 1) -> None:
+def run(out_dir: Path) -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
@@ -131,18 +128,14 @@ def run(out_dir: Path, part: int = 1, parts: int = 1) -> None:
         torch.cuda.empty_cache()
         return row
 
-    results["part"] = [part, parts]
-    if part == 1:
-        for name, entry in json.loads(CASES.read_text()).items():
-            results["cases"].append(measure(name, entry, time_it=False))
-    entries = list(json.loads(PLANS.read_text()).items())
-    for name, entry in entries[(part - 1) * len(entries) // parts: part * len(entries) // parts]:
+    for name, entry in json.loads(CASES.read_text()).items():
+        results["cases"].append(measure(name, entry, time_it=False))
+    for name, entry in json.loads(PLANS.read_text()).items():
         results["workloads"].append(measure(name, entry, time_it=True))
     results["timing"] = {"method": METHOD,
                          "max_spread": round(max(spreads), 3),
                          "median_spread": round(sorted(spreads)[len(spreads) // 2], 3)}
-    suffix = f"_part{part}" if parts > 1 else ""
-    (out_dir / f"kernel_results{suffix}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (out_dir / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
     print(table(results))
 
 
@@ -179,12 +172,10 @@ if __name__ == "__main__":
     if cmd == "plan":
         plan()
     elif cmd == "run":
-        out = Path(os.environ.get("OUT") or HERE)
-        k, n = (int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "1/1").split("/"))
-        run(out, k, n)
+        run(Path(os.environ.get("OUT") or HERE))
     elif cmd == "report":
         from benchmarks.kernel_report import report
 
-        report([Path(a) for a in sys.argv[2:]])
+        report(Path(sys.argv[2]))
     else:
         sys.exit(f"unknown command {cmd!r}: use plan, run or report")

@@ -50,10 +50,13 @@ def main() -> None:
             ms = (time.perf_counter() - t) * 1000
             if q["request_id"] not in best or ms < best[q["request_id"]][0]:
                 best[q["request_id"]] = (ms, out["timings_ms"], out)
-    for rid, (ms, _, out) in best.items():
+    print(f"{'request':36s} {'total':>8s}    {'saturate':>8s} {'solve':>6s} {'verify':>6s}  {'status':10s} "
+          f"{'first plan':18s} {'e-nodes':>7s} {'rounds':>6s}  stop")
+    for rid, (ms, t, out) in best.items():
         first = out["plans"][0]["strategy"] if out["plans"] else "-"
-        print(f"{rid:36s} {ms:8.1f} ms  {out['status']:10s} {first:18s} {out['egraph']['enodes']:6d} e-nodes  "
-              f"{out['egraph']['stop_reason']}")
+        eg = out["egraph"]
+        print(f"{rid:36s} {ms:8.1f} ms {t['saturate']:8.1f} {t['solve']:6.1f} {t['verify']:6.1f}  {out['status']:10s} "
+              f"{first:18s} {eg['enodes']:7d} {eg['iterations']:6d}  {eg['stop_reason']}")
     times = [v[0] for v in best.values()]
     stages = {k: round(statistics.median(v[1][k] for v in best.values()), 2)
               for k in next(iter(best.values()))[1] if k != "total"}

@@ -145,25 +145,11 @@ def regrets(entries: dict, meas: dict, est: dict) -> dict[str, dict]:
     return out
 
 
-def merged(paths: list[Path]) -> dict:
-    """One results document from one run's parts (`run K/N`): the first part's environment,
-    copy bandwidth and cases, every part's workloads in order."""
-    parts = [json.loads(p.read_text()) for p in paths]
-    out = dict(parts[0])
-    out["workloads"] = [w for r in parts for w in r["workloads"]]
-    out["cases"] = [c for r in parts for c in r["cases"]]
-    spreads = [r.get("timing", {}) for r in parts]
-    if len(parts) > 1 and all(spreads):
-        out["timing"] = {"method": spreads[0]["method"], "max_spread": max(t["max_spread"] for t in spreads),
-                         "median_spread": max(t["median_spread"] for t in spreads)}
-    return out
-
-
-def report(results_paths: list[Path]) -> None:
+def report(results_path: Path) -> None:
     from legalsat.targets.calibration import cost_document, cost_path
     from legalsat.targets.sm90 import ANALYTIC, SM90
 
-    results = merged(results_paths)
+    results = json.loads(results_path.read_text())
     plans = json.loads((HERE / "kernel_plans.json").read_text())
     entries = {name: {"workload_request": Workload(**e["workload"]).request()} for name, e in plans.items()}
     meas, variants = measured(results, plans)

@@ -122,7 +122,7 @@ def analyze_access(access: SharedAccess, target: Target) -> BankReport:
                                  tuple(None if a is None else a - base for a in access.addresses)), target)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=4096)  # a few MB: the shapes a tile walk repeats, not every request's
 def _analyze(access: SharedAccess, target: Target) -> BankReport:
     b = target.banks
     phases = []

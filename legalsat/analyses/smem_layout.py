@@ -19,19 +19,6 @@ from legalsat.terms.integers import cdiv
 from legalsat.terms.smem import SharedAccess, TileAccess, WarpPattern
 
 
-def swizzle_offset(offset: int, swizzle: Swizzle) -> int:
-    """Where TMA puts logical byte `offset` of a 1024-byte-aligned tile in shared memory.
-
-    The 16-byte chunk index inside each span (bits 4 .. 4+log2(span/16)) is XORed with the
-    same number of bits of the 128-byte row index (bits 7 ..).
-    """
-    span = swizzle.span_bytes
-    if not span:
-        return offset
-    mask = span // 16 - 1
-    return offset ^ (((offset >> 7) & mask) << 4)
-
-
 def _problem(msg: str, fix: str, field: str) -> InputError:
     return Code.INVALID_INPUT.error(msg, fix, field)
 
@@ -129,10 +116,7 @@ def _units(x: TileAccess, target: Target) -> tuple[int, np.ndarray]:
                                    indexing="ij")
         m, r = np.divmod(lane, 8)
         units = ((rb + (m % 2) * 8 + r) * t.row_pitch_bytes + cb + (m // 2) * 16).ravel()
-    units = units.astype(np.int64)
-    span = t.swizzle.span_bytes
-    if span:
-        units = units ^ (((units >> 7) & (span // 16 - 1)) << 4)
+    units = t.swizzle.apply(units.astype(np.int64))
     count = cdiv(len(units), lanes)
     if count > MAX_INSTRUCTIONS:
         raise _problem(f"walking this tile takes {count} warp instructions; the limit is "

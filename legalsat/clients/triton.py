@@ -20,6 +20,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+import weakref
 from functools import cache, cached_property
 from math import prod
 from pathlib import Path
@@ -72,41 +73,6 @@ def load_module(source: str):
 
 
 
-class Launcher:
-    """One kernel of a plan, launched with as little host work as Triton allows.
-
-    The first launch goes through Triton's JIT (which compiles and specializes the kernel on
-    its arguments: a pointer's 16-byte divisibility); later launches whose arguments
-    specialize the same way call the compiled kernel directly, skipping the JIT's argument
-    binding (on the H100 machine about 22 us of host time per launch against 8). Under the
-    interpreter every launch goes through the JIT."""
-
-    def __init__(self, fn, num_warps: int):
-        self.fn = fn
-        self.num_warps = num_warps
-        self._compiled: dict[tuple, object] = {}
-
-    @staticmethod
-    def _key(args: list) -> tuple:
-        return tuple(a.data_ptr() % 16 == 0 if isinstance(a, torch.Tensor) else type(a) for a in args)
-
-    def __call__(self, grid: int, args: list) -> None:
-        from triton import knobs
-
-        direct = os.environ.get("TRITON_INTERPRET") != "1"
-        key = self._key(args) if direct else None
-        ck = self._compiled.get(key) if direct else None
-        if ck is None:
-            ck = self.fn[(grid,)](*args, num_warps=self.num_warps)
-            if direct and hasattr(ck, "run") and hasattr(ck, "packed_metadata"):
-                self._compiled[key] = ck
-            return
-        # what JITFunction.run does once the kernel is found (launch hooks included)
-        stream = torch.cuda.current_stream().cuda_stream
-        ck.run(grid, 1, 1, stream, ck.function, ck.packed_metadata, ck.launch_metadata((grid, 1, 1), stream, *args),
-               knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook, *args)
-
-
 @cache
 def _sm_count(dev: torch.device) -> int:
     """Streaming multiprocessors of a device (persistent kernels launch a multiple of them)."""
@@ -152,10 +118,10 @@ class Kernel:
         self.variant = emitted.variant
         self.request_op = request_op
         self._descs: dict[DescriptorSpec, tuple[int, object]] = {}  # spec -> (base pointer, descriptor)
-        self._launchers: dict[str, Launcher] = {}
-        # (argument, word) -> (tensor, its data pointer and storage bytes, its word view): a
-        # call with the same tensors builds no view
-        self._views: dict[tuple[str, int], tuple[torch.Tensor, int, int, torch.Tensor]] = {}
+        # (argument, word) -> (the tensor, weakly; its data pointer and storage bytes; its word
+        # view): a call with the same tensors builds no view, and a tensor the caller drops
+        # takes its view (and so its storage) with it
+        self._views: dict[tuple[str, int], tuple[weakref.ref, int, int, torch.Tensor]] = {}
         # bytes past each side's first element that the plan's pieces reach (checked every call)
         pieces = [word_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces)]
         self._reach = {side: max(((wp.src_offset if side == "src" else wp.dst_offset) + wp.span(side)) * wp.word
@@ -227,23 +193,21 @@ class Kernel:
     def _words(self, name: str, t: torch.Tensor, word: int) -> torch.Tensor:
         """`words(t, word)`, kept while the same tensor keeps its address and storage."""
         ptr, nbytes = t.data_ptr(), t.untyped_storage().nbytes()
-        hit = self._views.get((name, word))
-        if hit is not None and hit[0] is t and hit[1] == ptr and hit[2] == nbytes:
+        key = (name, word)
+        hit = self._views.get(key)
+        if hit is not None and hit[0]() is t and hit[1] == ptr and hit[2] == nbytes:
             return hit[3]
         view = words(t, word, name=name)
-        self._views[(name, word)] = (t, ptr, nbytes, view)
+        ref = weakref.ref(t, lambda r, views=self._views, key=key: views.get(key, (None,))[0] is r
+                          and views.pop(key))
+        self._views[key] = (ref, ptr, nbytes, view)
         return view
-
-    def _launcher(self, name: str, num_warps: int) -> Launcher:
-        ln = self._launchers.get(name)
-        if ln is None:
-            ln = self._launchers[name] = Launcher(getattr(self.module, name), num_warps)
-        return ln
 
     def _run(self, named: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         em = self.emitted
         dev = next(iter(named.values())).device
         bufs = {k: torch.empty(n, dtype=getattr(torch, dt), device=dev) for k, (dt, n) in em.buffers.items()}
+        mod = self.module
         views: dict[tuple[str, int], torch.Tensor] = {}  # one word view per tensor and width per call
         for ln in em.launches:
             for z in ln.zero:
@@ -264,7 +228,7 @@ class Kernel:
             grid = ln.grid
             if grid == "persistent":
                 grid = max(1, min(ln.tiles, _sm_count(dev) * ln.blocks_per_sm))
-            self._launcher(ln.kernel, ln.num_warps)(grid, args)
+            getattr(mod, ln.kernel)[(grid,)](*args, num_warps=ln.num_warps)
         return bufs
 
     def __call__(self, *args, **kw):

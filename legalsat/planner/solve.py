@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import solver_ms
 from legalsat.planner.formulation import Region
-from legalsat.terms.integers import cdiv, floor_log2
+from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least, pow2_at_most
 from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
 
 MAX_LOG = 20
@@ -369,18 +369,28 @@ class RowFields:
     rows: int
     num_warps: int
     vector_bytes: int
+    slab_step: int | None = None  # index-major: slab elements per program (see solve_index_major)
 
 
-def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = 32768,
-               index_major: bool = False) -> RowFields:
-    """Rows (index entries) per program of a gather: as many as fit `max_block_bytes`.
-    `index_major` (a gather along an inner axis, whose entries are the output's contiguous
-    dim): the kernel steps through the slab, so a program takes up to 1024 entries with 8
-    warps, whatever the slab's size (the more entries a program takes, the faster, on the
-    H100 for 1,000 of 4,096 fp32 columns: tools/gather_sweep.py)."""
-    if index_major:
-        f = solve_rows(vector_bytes, vector_bytes, count, min(max_block_bytes, 1024 * vector_bytes))
-        return replace(f, num_warps=8)
+# an index-major program's entries x slab elements. Measured on the H100 (tools/gather_sweep.py,
+# 1,000 of 4,096 fp32 columns x 2,048 rows): 8 KiB per program (1,000 entries x 2 rows, 1,024
+# programs) 27.0 us; 16 KiB (x 4 rows, 512 programs) 33.1 us; fewer entries per program, slower
+INDEX_MAJOR_ENTRIES = 1024
+INDEX_MAJOR_BLOCK_BYTES = 8192
+
+
+def solve_index_major(count: int, element_bytes: int, slab_elems: int) -> RowFields:
+    """A gather along an inner axis (its entries are the output's contiguous dim): each program
+    takes up to INDEX_MAJOR_ENTRIES entries (a power of two covering them where fewer) and as
+    many slab elements as fill INDEX_MAJOR_BLOCK_BYTES, so there are programs for every SM
+    however few the entries; 8 warps."""
+    rows = min(INDEX_MAJOR_ENTRIES, pow2_at_least(count))
+    step = min(pow2_at_least(max(slab_elems, 1)), pow2_at_most(max(INDEX_MAJOR_BLOCK_BYTES // (rows * element_bytes), 1)))
+    return RowFields(rows, 8, element_bytes, step)
+
+
+def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = 32768) -> RowFields:
+    """Rows (index entries) per program of a gather: as many as fit `max_block_bytes`."""
     within = floor_log2(count - 1) + 1 if count > 1 else 0
     fit = [e for e in range(min(12, within) + 1) if (1 << e) * slab_bytes <= max(max_block_bytes, slab_bytes)]
     if fit:  # closed form: the most rows both bounds allow

@@ -113,7 +113,9 @@ class PieceOut(Out):
     element_bytes: int = Field(description="bytes per element of this piece (contiguous runs widened, up to 16)")
     dims: list[DimOut] = Field(description="the region's dims, outermost first")
     strategy: StrategyName = Field(description="how this piece is moved (a ragged tail may be direct)")
-    tile: list[int] = Field(description="elements per program: per dim (tiled strategies) or one flat block")
+    tile: list[int] = Field(description="elements per program: per dim (tiled strategies) or one flat block; "
+                            "for a gather, index entries per program, and for one along an inner axis (whose "
+                            "entries are the output's contiguous dim) also the slab elements per program")
     grid: list[int] = Field(description="programs to launch")
     num_warps: int = Field(description="warps per program")
     vector_bytes: int = Field(description="bytes per load access")

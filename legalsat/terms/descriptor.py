@@ -47,6 +47,13 @@ class Swizzle(StrEnum):
         of swizzle spans: shared-memory layouts, descriptors and kernels read it here."""
         return _SWIZZLE_SPAN[self]
 
+    def apply(self, offset):
+        """Where TMA puts logical byte `offset` (an int or an integer array) of a
+        1024-byte-aligned tile in shared memory: the 16-byte chunk index inside each span (bits
+        4 .. 4+log2(span/16)) XORed with as many bits of the 128-byte row index (bits 7 ..)."""
+        span = self.span_bytes
+        return offset ^ (((offset >> 7) & (span // 16 - 1)) << 4) if span else offset
+
     @classmethod
     def widest_within(cls, nbytes: int) -> Swizzle:
         """The widest of none/32B/64B/128B whose span `nbytes` fills (none below 32 bytes)."""

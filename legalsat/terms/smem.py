@@ -138,17 +138,11 @@ class StageLayout:
 
     def address(self, index: tuple[int, ...]) -> int:
         """Byte address of tile element `index` in the stage, swizzled as TMA writes it."""
-        off = self.offset(index)
-        span = self.swizzle.span_bytes
-        if not span:
-            return off
-        return off ^ (((off >> 7) & (span // 16 - 1)) << 4)
+        return self.swizzle.apply(self.offset(index))
 
     def addresses(self, index: np.ndarray) -> np.ndarray:
         """`address` of every tile index in `index` (shape [..., rank]), elementwise."""
-        off = self.offsets(index)
-        span = self.swizzle.span_bytes
-        return off ^ (((off >> 7) & (span // 16 - 1)) << 4) if span else off
+        return self.swizzle.apply(self.offsets(index))
 
     @property
     def bytes(self) -> int:

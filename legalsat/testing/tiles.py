@@ -82,11 +82,7 @@ def stage_addresses(plan: PlanOut) -> np.ndarray:
     layout = stage_layout(plan)
     tile = tuple(plan.tile)
     index = np.indices(tile).reshape(len(tile), -1).T
-    off = layout.offsets(index)
-    span = layout.swizzle.span_bytes
-    if span:
-        off = off ^ (((off >> 7) & (span // 16 - 1)) << 4)
-    return off
+    return layout.addresses(index)
 
 
 def expected_stages(plan: PlanOut, tiles: torch.Tensor, words_per_tile: int) -> torch.Tensor:

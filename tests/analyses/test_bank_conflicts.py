@@ -11,7 +11,6 @@ import os
 from conftest import DATA
 
 from legalsat.analyses.bank_conflicts import analyze_access
-from legalsat.analyses.smem_layout import swizzle_offset
 from legalsat.targets import GFX942, SM90
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.smem import MemOp, SharedAccess
@@ -126,7 +125,7 @@ def test_gfx942_write_and_read_group_lanes_differently():
 
 def test_swizzle_matches_tma_definition():
     # 128B: chunk bits 4..6 XOR row bits 7..9
-    assert swizzle_offset(1 * 128 + 0, Swizzle.B128) == 128 + 16
-    assert swizzle_offset(7 * 128 + 7 * 16, Swizzle.B128) == 7 * 128
-    assert swizzle_offset(3 * 128 + 16, Swizzle.B32) == 3 * 128 + 0
-    assert swizzle_offset(5 * 128 + 48, Swizzle.NONE) == 5 * 128 + 48
+    assert Swizzle.B128.apply(1 * 128 + 0) == 128 + 16
+    assert Swizzle.B128.apply(7 * 128 + 7 * 16) == 7 * 128
+    assert Swizzle.B32.apply(3 * 128 + 16) == 3 * 128 + 0
+    assert Swizzle.NONE.apply(5 * 128 + 48) == 5 * 128 + 48

@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from legalsat.analyses.bank_conflicts import analyze_access
-from legalsat.analyses.smem_layout import analyze_tile_access, reduce_tile_access, swizzle_offset
+from legalsat.analyses.smem_layout import analyze_tile_access, reduce_tile_access
 from legalsat.diagnostics import InputError
 from legalsat.targets import GFX942, SM90
 from legalsat.terms.descriptor import Swizzle
@@ -56,10 +56,10 @@ def test_structured_equals_sum_of_raw(x, target):
 @given(st.sampled_from(list(TILE_SWIZZLES)), st.integers(0, 63))
 def test_swizzle_permutes_16_byte_chunks_within_each_1024_byte_block(sw, block):
     base = block * 1024
-    out = sorted(swizzle_offset(base + 16 * c, sw) for c in range(64))
+    out = sorted(sw.apply(base + 16 * c) for c in range(64))
     assert out == [base + 16 * c for c in range(64)]
     assume(sw is not Swizzle.NONE)
-    assert swizzle_offset(base + 16 * 8 + 0, sw) != base + 16 * 8  # row 1 chunk 0 moves
+    assert sw.apply(base + 16 * 8 + 0) != base + 16 * 8  # row 1 chunk 0 moves
 
 
 def test_128b_swizzle_makes_column_reads_conflict_free():

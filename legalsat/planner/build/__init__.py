@@ -63,7 +63,7 @@ def build(req: PlanRequest, cand: Candidate) -> Built:
                      tuple(d for p in pieces for d in (p.descriptors or ())), core.smem, core.pipeline)
     if isinstance(m, Gather):
         gather, pieces, f, prover = build_gather(form, m, req.smem_bytes)
-        return Built((f.rows,), pieces[0].grid, f.num_warps, tuple(pieces), prover,
+        return Built(pieces[0].tile, pieces[0].grid, f.num_warps, tuple(pieces), prover,
                      vector_bytes=f.vector_bytes, gather=gather)
     fields, tile_load, us, prover = build_load_tile(form, m, req.smem_bytes, req.target)
     return Built(prove=prover, tile_load=tile_load, estimated_us=us, **fields)

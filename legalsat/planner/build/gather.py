@@ -11,7 +11,7 @@ from legalsat.planner.build.common import region_dims
 from legalsat.planner.formulation import Formulation
 from legalsat.planner.plan import Executor, GatherPlan, Inspector, Piece
 from legalsat.planner.prove import Walk, prove_gather
-from legalsat.planner.solve import Infeasible, solve_rows
+from legalsat.planner.solve import Infeasible, solve_index_major, solve_rows
 from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
 from legalsat.terms.movement import Distribution, Gather
 from legalsat.terms.smem import INSPECTOR_BUCKET_SCAN, INSPECTOR_STEP_ELEMENTS, SCAN_BYTES_PER_ELEMENT
@@ -36,12 +36,6 @@ def inspector_step(buckets: int, grouped: bool, smem_budget: int) -> int:
     return pow2_at_most(fit) if grouped else need
 
 
-# an index-major program's tile (entries x slab elements): programs for every SM however few
-# the entries. Measured on the H100 (tools/gather_sweep.py, 1,000 of 4,096 fp32 columns x 2,048
-# rows): 8 KiB of entries per program (1,000 entries x 2 rows, 1,024 programs) 27.0 us; 16 KiB
-# (x 4 rows, 512 programs) 33.1 us; torch.compile's gather 29.4 us
-INDEX_MAJOR_BLOCK_BYTES = 8192
-
 WINDOW_ROWS = 32  # a warp's rows: what a window-local (shuffle) gather promises
 
 
@@ -51,9 +45,11 @@ def build_gather(form: Formulation, m: Gather, smem_budget: int):
     slab = form.regions[0]
     slab_bytes = sum(r.bytes for r in form.regions)
     out_index_stride = m.unit * prod(m.out_shape[m.axis + 1:]) * m.src.esize
-    # a gather along an inner axis: consecutive entries are the output's contiguous run
-    index_major = all(d * r.eb > out_index_stride for r in form.regions for n, _, d in r.dims if n > 1)
-    f = solve_rows(slab_bytes, slab.eb, m.index.count, index_major=index_major and len(form.regions) == 1)
+    # a gather along an inner axis: consecutive entries are the output's contiguous run (and
+    # one piece holds the slab)
+    index_major = len(form.regions) == 1 and all(d * slab.eb > out_index_stride for n, _, d in slab.dims if n > 1)
+    f = solve_index_major(m.index.count, slab.eb, slab.elems) if index_major else \
+        solve_rows(slab_bytes, slab.eb, m.index.count)
     walks = [Walk(r, linear=max(r.elems, 1)) for r in form.regions]
     es = m.src.esize
     rows = m.src.shape[m.axis] // m.unit
@@ -72,11 +68,8 @@ def build_gather(form: Formulation, m: Gather, smem_budget: int):
                         m.out_shape, m.index.groups, inspector, executor, window)
     grid = cdiv(m.index.count, f.rows)
     tile: tuple[int, ...] = (f.rows,)
-    if index_major and len(form.regions) == 1:
-        # a program moves `rows` entries of one step of the slab: (entries, slab elements)
-        elems = max(slab.elems, 1)
-        step = min(pow2_at_least(elems), pow2_at_most(max(INDEX_MAJOR_BLOCK_BYTES // (f.rows * slab.eb), 1)))
-        tile, grid = (f.rows, step), grid * cdiv(elems, step)
+    if f.slab_step:  # a program moves `rows` entries of one step of the slab: (entries, slab elements)
+        tile, grid = (f.rows, f.slab_step), grid * cdiv(max(slab.elems, 1), f.slab_step)
     # the slab one index moves, relative to where the index's slab starts on each side
     pieces = [Piece(r.src_offset, r.dst_offset, r.eb, region_dims(r), form.strategy, tile, (grid,),
                     f.num_warps, min(r.eb, 16)) for r in form.regions]
