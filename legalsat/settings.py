@@ -5,20 +5,79 @@ Nothing else in the package reads the environment; components receive a `Setting
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_CGROUP = "/proc/self/cgroup"
+
+
+def _cgroup_dirs(root: str, proc_cgroup: str) -> list[Path]:
+    """This process's cgroup v2 directory and its ancestors up to `root` (a limit anywhere on
+    the way applies). In a container (its own cgroup namespace) that is `root` alone."""
+    base = Path(root)
+    try:
+        rel = next((line[3:] for line in Path(proc_cgroup).read_text().splitlines() if line.startswith("0::")), "/")
+    except OSError:
+        rel = "/"
+    d = base / rel.strip().lstrip("/")
+    if not d.is_dir():
+        d = base
+    dirs = [d]
+    while d != base and base in d.parents:
+        d = d.parent
+        dirs.append(d)
+    return dirs
+
+
+def cgroup_limits(root: str | None = None, proc_cgroup: str | None = None) -> tuple[int | None, int | None]:
+    """(CPUs, bytes) the cgroup v2 limits allow this process: the CPU quota `cpu.max`
+    ("quota period", rounded up, at least 1) and `memory.max`, the smallest on the way to the
+    root; None where nothing is limited (or there is no cgroup v2)."""
+    cpus = mem = None
+    for d in _cgroup_dirs(root or CGROUP_ROOT, proc_cgroup or PROC_CGROUP):
+        try:
+            quota, period = (d / "cpu.max").read_text().split()[:2]
+            if quota != "max":
+                n = max(1, math.ceil(int(quota) / int(period)))
+                cpus = n if cpus is None else min(cpus, n)
+        except (OSError, ValueError, ZeroDivisionError):
+            pass
+        try:
+            text = (d / "memory.max").read_text().strip()
+            if text != "max":
+                mem = int(text) if mem is None else min(mem, int(text))
+        except (OSError, ValueError):
+            pass
+    return cpus, mem
+
+
+def usable_cpus(root: str | None = None, proc_cgroup: str | None = None) -> int:
+    """The CPUs this process may use: its affinity mask (`taskset`, `docker --cpuset-cpus`),
+    capped by its cgroup's CPU quota (`docker --cpus`, a Kubernetes CPU limit); at least 1."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    quota = cgroup_limits(root, proc_cgroup)[0]
+    return max(1, min(n, quota) if quota else n)
 
 
 def _default_worker_memory_mb() -> int:
-    """A share of the machine's memory per planning worker: 3/4 of it over the workers."""
+    """A share of the memory this process may use per planning worker: 3/4 of the machine's
+    (or of its cgroup's `memory.max`, when smaller) over the CPUs it may use."""
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):
         return 4096
-    return max(512, total * 3 // 4 // max(1, os.cpu_count() or 1))
+    limit = cgroup_limits()[1]
+    if limit:
+        total = min(total, limit)
+    return max(512, (total >> 20) * 3 // 4 // usable_cpus())
 
 
 def _default_cache_path() -> str:
@@ -32,12 +91,13 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="LEGALSAT_", extra="ignore", frozen=True)
 
     target: str = Field("sm90", description="default hardware target (sm90, sm100, gfx942)")
-    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=256,
-                         description="worker processes for CPU-bound work (default: all cores)")
+    workers: int = Field(default_factory=lambda: min(256, usable_cpus()), ge=1, le=256,
+                         description="worker processes for CPU-bound work (default: the CPUs the process "
+                                     "may use: its affinity mask capped by its cgroup CPU quota)")
     worker_memory_mb: int = Field(default_factory=_default_worker_memory_mb, ge=256, le=1 << 20,
                                   description="memory (data) a planning worker may hold, MiB; a request needing "
-                                              "more is answered memory_limit (default: 3/4 of the machine over "
-                                              "its cores)")
+                                              "more is answered memory_limit (default: 3/4 of the machine's, or "
+                                              "its cgroup's, memory over the CPUs it may use)")
     max_body_bytes: int = Field(1 << 20, ge=1024,
                                 description="largest request body / JSON line accepted, bytes")
     # --- service (legalsat serve) ---
@@ -62,14 +122,35 @@ class Settings(BaseSettings):
                             description='SQLite file of the plan cache; "" keeps it in memory only')
     cache_max_entries: int = Field(100_000, ge=1, description="plans kept in the cache (least "
                                    "recently used go first)")
+    cache_url: str = Field("", description='a plan cache shared by replicas: "redis://host:port/db" '
+                           '(or rediss://, unix://; needs the redis extra); "" uses the SQLite file '
+                           "cache_path")
+    cache_timeout_ms: int = Field(250, ge=1, le=60_000, description="shared cache: how long one call may "
+                                  "wait on Redis before it counts as failed (the request is planned)")
+    cache_retry_s: float = Field(5.0, gt=0, le=3600, description="shared cache: after 3 failed calls in a "
+                                 "row it is skipped this long, then tried again")
+    cache_ttl_s: int = Field(0, ge=0, description="shared cache: entries expire this long after their last "
+                             "use (0: only Redis's own maxmemory eviction bounds them)")
     egraphs_kept: int = Field(64, ge=1, le=100_000,
                               description="e-graphs kept for the viewer (keep_egraph requests)")
-    viewer_max_eclasses: int = Field(250, ge=10, le=100_000,
-                                     description="e-classes drawn by the viewer before it collapses")
+    viewer_max_eclasses: int = Field(400, ge=10, le=100_000,
+                                     description="e-classes the viewer draws; past it, the plans' neighbourhood")
+    viewer_first_eclasses: int = Field(120, ge=1, le=100_000,
+                                       description="e-classes the viewer draws when it opens (nearest the plans)")
+    viewer_collapse_enodes: int = Field(150, ge=0, le=1_000_000,
+                                        description="e-nodes past which the viewer starts with e-classes collapsed")
     max_batch_items: int = Field(256, ge=1, le=100_000, description="requests in one batch")
     token: SecretStr | None = Field(None, description="bearer token every /v1 route requires (unset: open)")
     shutdown_grace_s: float = Field(30.0, ge=0, description="how long shutdown waits for in-flight requests")
     log_level: str = Field("info", description="uvicorn log level")
+
+    @field_validator("cache_url")
+    @classmethod
+    def _cache_url(cls, v: str) -> str:
+        if v and not v.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError('LEGALSAT_CACHE_URL is a Redis URL ("redis://host:port/db", rediss://, '
+                             'unix://) or "" for the SQLite file cache')
+        return v
 
 
 def get_settings(**overrides: object) -> Settings:

@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import logging
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import Depends, FastAPI
+from fastapi.staticfiles import StaticFiles
 
 import legalsat
 from legalsat.api import PLANNER_VERSION
 from legalsat.server import openapi
-from legalsat.server.cache import PlanCache
+from legalsat.server.cache import open_cache
 from legalsat.server.deps import ServiceState, require_token
 from legalsat.server.errors import HostAllowList, install_error_handlers
 from legalsat.server.metrics import Metrics, MetricsMiddleware
 from legalsat.server.pool import WorkerPool
-from legalsat.server.routers import analyze, egraphs, health, optimize, verify
+from legalsat.server.routers import analyze, docs, egraphs, health, optimize, verify
 from legalsat.settings import Settings, get_settings
 
 log = logging.getLogger("legalsat.server")
+STATIC = Path(__file__).parent / "static"
 
 DESCRIPTION = """legalsat plans GPU data movement: equality saturation over layouts, TMA
 legality that agrees with the CUDA driver, bank conflicts that agree with Nsight Compute,
@@ -43,16 +46,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        cache = PlanCache(settings.cache_path, PLANNER_VERSION, settings.cache_max_entries,
-                          settings.egraphs_kept)
+        cache = open_cache(settings, PLANNER_VERSION, on_state=metrics.cache_state_changed,
+                           on_error=lambda op: metrics.cache_errors.labels(op).inc())
         pool = WorkerPool(settings.workers, settings.queue_size, settings.target,
                           on_restart=lambda reason: metrics.restarts.labels(reason).inc(),
                           memory_mb=settings.worker_memory_mb, max_timeout_ms=settings.deadline_ms)
         pool.start()
         metrics.bind_pool(pool)
+        metrics.bind_cache(cache)
         app.state.service = ServiceState(settings, pool, cache, metrics)
-        log.info("legalsat %s ready: %d workers, cache %s (%d plans)", legalsat.__version__,
-                 settings.workers, settings.cache_path or "in memory", len(cache))
+        log.info("legalsat %s ready: %d workers, cache %s (%d entries)", legalsat.__version__,
+                 settings.workers, cache.describe(), len(cache))
         try:
             yield
         finally:
@@ -60,13 +64,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             cache.close()
 
     app = FastAPI(title="legalsat", version=legalsat.__version__, description=DESCRIPTION,
-                  lifespan=lifespan, redirect_slashes=False)  # no redirect that reflects the Host header
+                  lifespan=lifespan, redirect_slashes=False,  # no redirect that reflects the Host header
+                  docs_url=None, redoc_url=None)  # served from the package's own assets (routers.docs)
     app.state.settings = settings
     install_error_handlers(app)
     auth = [Depends(require_token)]
     for r in (optimize.router, analyze.router, verify.router, egraphs.router):
         app.include_router(r, dependencies=auth)
     app.include_router(health.router)
+    app.include_router(docs.router)
+    # the viewer's and the API docs' scripts and styles, shipped in the package (no CDN)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(HostAllowList, allowed_hosts=settings.allowed_hosts)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     openapi.install(app)

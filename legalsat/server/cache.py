@@ -1,6 +1,12 @@
-"""The persistent plan cache and the e-graph store, in one SQLite file.
+"""The plan cache and the e-graph store: the backend interface, the SQLite backend (the
+default: one file per service) and the factory that picks a backend from the settings (a
+`LEGALSAT_CACHE_URL` of `redis://...` shares one cache among replicas: legalsat.server.cache_redis).
 
-Why SQLite in WAL mode with synchronous=NORMAL: a committed plan survives the service being
+Every backend keeps the same keys (below) and the same planner-version rule. A shared
+backend, whose store is another machine, answers a miss (and drops a write) rather than raise
+or wait when that store fails: an outage costs plans, never requests.
+
+The SQLite backend. Why SQLite in WAL mode with synchronous=NORMAL: a committed plan survives the service being
 killed (`kill -9`) — WAL never leaves a torn database after a process crash, only an OS crash
 can lose the last commits — and a lookup (primary-key read plus the LRU touch) costs ~60 µs.
 
@@ -18,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -26,7 +33,12 @@ import sqlite3
 import threading
 import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from legalsat.settings import Settings
 
 log = logging.getLogger("legalsat.cache")
 
@@ -58,8 +70,68 @@ def splice_request_id(body: bytes, request_id: str) -> bytes:
     return b'{"request_id":' + rid + (b"," + body[1:] if body != b"{}" else b"}")
 
 
+@runtime_checkable
+class CacheBackend(Protocol):
+    """What the service needs of a plan cache. Bodies are stored without `request_id`; keys
+    come from `request_key`; a backend never returns another planner version's entries."""
+
+    #: True when calls go over the network: the service makes them off the event loop
+    remote: bool
+
+    @property
+    def available(self) -> bool:
+        """False while the store is unreachable (calls are skipped: misses, writes not made)."""
+
+    def describe(self) -> str:
+        """Where the cache lives, for the log (no password)."""
+
+    def get(self, key: str) -> bytes | None:
+        """The stored body, or None (not stored, or the store is unavailable)."""
+
+    def put(self, key: str, body: bytes) -> None:
+        """Store a body; bounded by the backend's own eviction."""
+
+    def put_egraph(self, egraph_id: str, response: dict, snapshot: str) -> None:
+        """Keep a request's e-graph snapshot and its response (without the snapshot)."""
+
+    def get_egraph(self, egraph_id: str) -> tuple[dict, str] | None:
+        """(response, snapshot JSON) of a kept e-graph, or None."""
+
+    def __len__(self) -> int:
+        """Entries held (for /readyz)."""
+
+    def close(self) -> None: ...
+
+
+async def call(cache: CacheBackend, method: Callable, *args: object):
+    """Call a cache method from the event loop: directly for a local backend (a SQLite lookup
+    costs less than a thread hop), in a thread for a remote one (a slow network never stalls
+    the loop)."""
+    if cache.remote:
+        return await asyncio.to_thread(method, *args)
+    return method(*args)
+
+
+def open_cache(settings: Settings, version: str,
+               on_state: Callable[[str, str], None] | None = None,
+               on_error: Callable[[str], None] | None = None) -> CacheBackend:
+    """The backend the settings ask for: Redis for a `redis://`, `rediss://` or `unix://`
+    LEGALSAT_CACHE_URL, else the SQLite file LEGALSAT_CACHE_PATH. `on_state(old, new)` is
+    told of a shared cache's breaker changes and `on_error(operation)` of its failed calls."""
+    if settings.cache_url:
+        from legalsat.server.cache_redis import RedisPlanCache
+
+        return RedisPlanCache(settings.cache_url, version, egraphs_kept=settings.egraphs_kept,
+                              timeout_s=settings.cache_timeout_ms / 1000, retry_s=settings.cache_retry_s,
+                              ttl_s=settings.cache_ttl_s, on_state=on_state, on_error=on_error)
+    return PlanCache(settings.cache_path, version, settings.cache_max_entries, settings.egraphs_kept)
+
+
 class PlanCache:
-    """Plans and kept e-graphs (see the module docstring). Thread-safe."""
+    """The SQLite backend: plans and kept e-graphs (see the module docstring). Thread-safe."""
+
+    remote = False
+    available = True
 
     def __init__(self, path: str, version: str, max_entries: int = 100_000, egraphs_kept: int = 64,
                  touch_every_s: float = 60.0):
@@ -104,6 +176,9 @@ class PlanCache:
         db = self._connect()
         db.executescript(_SCHEMA)
         return db
+
+    def describe(self) -> str:
+        return f"SQLite {self.path}" if self.path else "SQLite in memory"
 
     # --- plans ---
     def get(self, key: str) -> bytes | None:

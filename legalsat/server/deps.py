@@ -12,7 +12,7 @@ from starlette.requests import ClientDisconnect
 
 from legalsat.diagnostics import Code
 from legalsat.schemas.base import load_json
-from legalsat.server.cache import PlanCache
+from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
 from legalsat.server.pool import WorkerPool
@@ -25,7 +25,7 @@ class ServiceState:
 
     settings: Settings
     pool: WorkerPool
-    cache: PlanCache
+    cache: CacheBackend
     metrics: Metrics
 
 

@@ -1,4 +1,4 @@
-"""Kept e-graphs as data and as pictures: `GET /v1/egraphs/{id}` and `/v1/egraphs/{id}/view`.
+"""Kept e-graphs as data and as an interactive page: `GET /v1/egraphs/{id}` and `/v1/egraphs/{id}/view`.
 
 The input is egglog's egraph-serialize JSON (`nodes` keyed by node id, each with `op`,
 `children` node ids and `eclass`; `class_data` with each class's sort). legalsat's term
@@ -8,16 +8,16 @@ and relations (TmaOk, Has, Div, ...) become values of the e-class they describe,
 extracted plans are located in the e-graph by matching their terms against the hashcons
 (op, child e-classes) -> e-node, so the picture highlights exactly the chosen e-nodes.
 
-Nothing from a request reaches the SVG: node and cluster labels are built from operator
-names and integers only; the HTML page escapes every string it shows.
+The page (`view_html`) is legalsat's viewer (viewer/src/viewer.js, bundled with Cytoscape.js
+and ELK into legalsat/server/static/viewer): the document travels inside the page as JSON in a
+non-executing <script type="application/json"> element, escaped so that no request text can
+close it, and the page's Content-Security-Policy runs only the service's own script.
 """
 
 from __future__ import annotations
 
 import html
 import json
-import shutil
-import subprocess
 from collections import defaultdict, deque
 
 from legalsat.diagnostics import InputError
@@ -149,7 +149,7 @@ def egraph_model(egraph_id: str, response: dict, snapshot_json: str) -> dict:
                   "chosen": i == 0, **locate(p["term"])} for i, p in enumerate(response.get("plans", []))]
     rejected = [{**r, **locate(r.get("term"))} for r in response.get("rejected", [])]
     eg = response.get("egraph", {})
-    return {"id": egraph_id, "request_id": response.get("request_id"), "target": response.get("target"),
+    return {"report": eg.get("report"), "id": egraph_id, "request_id": response.get("request_id"), "target": response.get("target"),
             "term": response.get("term"), "status": response.get("status"),
             "stop_reason": eg.get("stop_reason"), "iterations": eg.get("iterations"),
             "eclass_count": len(classes), "enode_count": len(nodes),
@@ -157,19 +157,7 @@ def egraph_model(egraph_id: str, response: dict, snapshot_json: str) -> dict:
             "extracted": extracted, "rejected": rejected, "target_facts": facts}
 
 
-# --- drawing ---
-
-def _dot_str(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
-def _fmt(v) -> str:
-    if v is True:
-        return "yes"
-    if isinstance(v, list):
-        return ",".join(_fmt(x) if not isinstance(x, list) else "(" + " ".join(map(str, x)) + ")" for x in v)
-    return str(v)
-
+# --- the page ---
 
 def shown_classes(model: dict, limit: int) -> list[str]:
     """The e-classes drawn: all of them up to `limit`; past it, the extracted plans' classes,
@@ -198,99 +186,70 @@ def shown_classes(model: dict, limit: int) -> list[str]:
     return seen
 
 
-def to_dot(model: dict, limit: int) -> tuple[str, int]:
-    """Graphviz DOT of the e-graph (clusters = e-classes); returns (dot, classes drawn)."""
-    keep = shown_classes(model, limit)
-    index = {cid: i for i, cid in enumerate(keep)}
-    cls = {c["id"]: c for c in model["eclasses"]}
-    by_node = {n["id"]: n for n in model["enodes"]}
-    chosen = set(model["extracted"][0]["enodes"]) if model["extracted"] else set()
-    chosen_classes = set(model["extracted"][0]["eclasses"]) if model["extracted"] else set()
-    other_plans = {n for p in model["extracted"][1:] for n in p["enodes"]}
-    rejected = {n for r in model["rejected"] for n in r["enodes"]}
-    out = ["digraph egraph {", "compound=true; rankdir=TB;",
-           'node [shape=box, style="rounded,filled", fillcolor=white, fontname="monospace", fontsize=10];',
-           'graph [fontname="monospace", fontsize=9, style="rounded"];', "edge [arrowsize=0.6];"]
-    for cid in keep:
-        c = cls[cid]
-        lines = [f"{cid}  [{c['sort']}]" + ("  root" if c["root"] else "")]
-        lines += [f"{k}={_fmt(v)}" for k, v in sorted(c["analyses"].items())]
-        hot = cid in chosen_classes
-        out.append(f"subgraph cluster_{index[cid]} {{ label={_dot_str(chr(10).join(lines))}; labeljust=l; "
-                   f"color={'goldenrod' if hot else 'gray60'}; penwidth={3 if hot else 1};")
-        for nid in c["nodes"]:
-            n = by_node[nid]
-            lits = [k.split("-", 1)[1] if k not in cls else "·" for k in n["children"]]
-            label = " ".join([n["op"], *lits]) + (f"\ncost {n['cost']}" if n["cost"] is not None else "")
-            style = ""
-            if nid in chosen:
-                style = ', fillcolor=gold, penwidth=3, class="extracted"'
-            elif nid in other_plans:
-                style = ', fillcolor=lightyellow, penwidth=2, class="candidate"'
-            elif nid in rejected:
-                style = ', color=firebrick, penwidth=2, class="rejected"'
-            out.append(f"  {_dot_str(nid)} [label={_dot_str(label)}, id={_dot_str(nid)}{style}];")
-        out.append("}")
-    for cid in keep:
-        for nid in cls[cid]["nodes"]:
-            for k in by_node[nid]["children"]:
-                if k in index and cls[k]["nodes"]:
-                    out.append(f"{_dot_str(nid)} -> {_dot_str(cls[k]['nodes'][0])} [lhead=cluster_{index[k]}];")
-    out.append("}")
-    return "\n".join(out), len(keep)
+# The viewer page runs the service's own script and nothing else: request text stays text.
+VIEW_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            "connect-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+# the JSON island: `<`, `>` and `&` as escapes, so no string can end the element or open a comment
+_ISLAND = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"})
 
 
-def render_svg(dot: str, timeout_s: float = 20.0) -> tuple[str | None, str | None]:
-    """(svg, None) from graphviz `dot`, or (None, why not) when dot is missing or fails."""
-    exe = shutil.which("dot")
-    if exe is None:
-        return None, "graphviz `dot` is not installed on the server (apt-get install graphviz)"
-    try:
-        run = subprocess.run([exe, "-Tsvg"], input=dot.encode(), capture_output=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return None, f"graphviz took more than {timeout_s:.0f} s; lower LEGALSAT_VIEWER_MAX_ECLASSES"
-    if run.returncode != 0:
-        return None, "graphviz failed: " + run.stderr.decode(errors="replace")[:500]
-    svg = run.stdout.decode()
-    return svg[svg.find("<svg"):], None
-
-
-_CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
-table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ccc;padding:.2em .5em;text-align:left;
-vertical-align:top}code{font-size:.9em}.note{background:#fff6d5;border:1px solid #e0c060;padding:.4em .8em}
-#graph{overflow:auto;border:1px solid #ddd;max-height:80vh}.legend span{padding:0 .6em;margin-right:.5em}"""
-
-
-def view_html(model: dict, svg: str | None, shown: int, why_no_svg: str | None) -> str:
-    """The viewer page: summary, notes, the SVG, plans and rejected candidates (all escaped)."""
+def view_html(model: dict, shown: list[str], first: list[str], collapse_above: int, static: str) -> str:
+    """The viewer page for `model` (egraph_model's document): the e-classes `shown` can be
+    drawn, `first` (a prefix of `shown`: the plans' neighbourhood) are drawn when it opens;
+    past `collapse_above` e-nodes the e-classes start collapsed, except the chosen plan's.
+    `static` is the URL prefix of the service's static assets. Every string is escaped."""
     e = html.escape
     rows = "".join(f"<tr><th>{e(k)}</th><td><code>{e(str(v))}</code></td></tr>" for k, v in (
         ("request", model["request_id"]), ("target", model["target"]), ("term", model["term"]),
         ("status", model["status"]), ("stop reason", model["stop_reason"]),
+        ("iterations", model["iterations"]),
         ("e-classes / e-nodes", f"{model['eclass_count']} / {model['enode_count']}")))
     notes = []
-    if shown < model["eclass_count"]:
-        notes.append(f"Large e-graph: showing {shown} of {model['eclass_count']} e-classes (the extracted "
-                     "plans, the root and their neighbours); the JSON at ../" + e(model["id"]) + " has all.")
-    if why_no_svg:
-        notes.append("No picture: " + e(why_no_svg))
-    plans = "".join(
-        f"<tr class='plan'><td>{'chosen' if p['chosen'] else ''}</td><td>{e(p['strategy'])}</td>"
-        f"<td><code>{e(p['term'])}</code></td><td>{e(str(p['estimated_us']))}</td></tr>" for p in model["extracted"])
-    rejected = "".join(
-        f"<tr class='rejected'><td>{e(r['strategy'])}</td><td><code>{e(r.get('term') or '')}</code></td><td>"
-        + "<br>".join(f"<b>{e(x['rule'])}</b>: {e(x['message'])} <i>fix: {e(x['fix'])}</i>" for x in r["reasons"])
-        + "</td></tr>" for r in model["rejected"])
+    if len(shown) < model["eclass_count"]:
+        notes.append(f"Large e-graph: the viewer draws at most {len(shown)} of its {model['eclass_count']} "
+                     "e-classes (the extracted plans, the root and their neighbours; LEGALSAT_VIEWER_MAX_ECLASSES); "
+                     "the JSON at ../" + e(model["id"]) + " has all.")
+    large = model["enode_count"] > collapse_above
+    if large and model["extracted"]:
+        notes.append(f"Over {collapse_above} e-nodes (LEGALSAT_VIEWER_COLLAPSE_ENODES): the viewer opens on the "
+                     "chosen plan's e-classes and the e-classes of their arguments, collapsed; \"Draw all\" "
+                     "draws the rest, double-clicking an e-class opens or closes it.")
+    elif len(first) < len(shown):
+        notes.append(f"Opened on the {len(first)} e-classes nearest the plans (LEGALSAT_VIEWER_FIRST_ECLASSES); "
+                     "searching, a candidate's link or \"Draw all\" draws more.")
+    elif large:
+        notes.append(f"Over {collapse_above} e-nodes (LEGALSAT_VIEWER_COLLAPSE_ENODES): e-classes start "
+                     "collapsed; double-click one to open or close it.")
+    doc = {**model, "shown": shown, "first": first, "collapse_above": collapse_above}
+    island = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).translate(_ISLAND)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>legalsat e-graph {e(model['id'])}</title>
-<style>{_CSS}</style></head><body>
+<link rel="icon" href="data:,">
+<!-- the id is Cytoscape's own: finding its stylesheet present, it injects no inline <style>
+     (which the CSP would refuse); viewer.css holds the rule it would have added -->
+<link rel="stylesheet" id="__________cytoscape_stylesheet" href="{e(static)}/viewer/viewer.css"></head><body>
+<div id="graph" aria-label="e-graph"></div>
+<div id="panel">
 <h1>legalsat e-graph <code>{e(model['id'])}</code></h1>
-<table>{rows}</table>
+<table id="summary">{rows}</table>
 {''.join(f'<p class="note">{n}</p>' for n in notes)}
-<p class="legend"><span style="background:gold">extracted plan</span><span style="background:lightyellow">
-other plans</span><span style="border:2px solid firebrick">rejected candidates</span>
-clusters are e-classes, labelled with their analysis values</p>
-<div id="graph">{svg or ''}</div>
-<h2>Plans</h2><table><tr><th></th><th>strategy</th><th>term</th><th>estimated µs</th></tr>{plans}</table>
-<h2>Rejected</h2><table><tr><th>strategy</th><th>term</th><th>reasons</th></tr>{rejected}</table>
+<div class="controls">
+<button id="go-plan" type="button">Go to the chosen plan</button><button id="fit" type="button">Fit</button>
+<button id="draw-all" type="button" hidden>Draw all</button>
+<button id="expand-all" type="button">Expand all</button><button id="collapse-all" type="button">Collapse all</button>
+<form id="search-form"><input id="search" type="search" placeholder="operator or e-class id">
+<button type="submit">Search</button> <span id="search-result"></span></form></div>
+<p class="legend"><span class="chosen">chosen plan</span><span class="plan">other plans</span>
+<span class="rejected">rejected</span><span class="collapsed">collapsed e-class</span><br>
+Boxes are e-classes (sort, id, cheapest cost) holding their e-nodes (operator, literal arguments,
+cost); arrows go from an e-node to the e-classes of its arguments. Click for analysis values;
+double-click an e-class to collapse or expand it.</p>
+<h2>Candidates</h2><ul id="candidates"></ul>
+<h2>Selected</h2><div id="details"><p>Click an e-node or e-class.</p></div>
+<h2>Saturation, per iteration</h2>
+<table id="report"><tr><th>iteration</th><th>matches</th><th>e-nodes added</th><th>ms</th><th>rulesets</th></tr></table>
+</div>
+<script id="egraph-data" type="application/json">{island}</script>
+<script src="{e(static)}/viewer/viewer.js"></script>
 </body></html>"""

@@ -12,8 +12,8 @@ _SIZE_BUCKETS = (16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1 << 20)
 
 
 class Metrics:
-    """Request counts and latencies per route and status, saturation sizes, cache results,
-    worker restarts, queue depth."""
+    """Request counts and latencies per route and status, saturation sizes, cache results and
+    the cache's state, worker restarts, queue depth."""
 
     def __init__(self) -> None:
         r = self.registry = CollectorRegistry()
@@ -28,6 +28,12 @@ class Metrics:
         self.stop_reasons = Counter("legalsat_saturation_stops", "why saturation stopped", ["reason"],
                                     registry=r)
         self.cache = Counter("legalsat_plan_cache_lookups", "plan cache lookups", ["result"], registry=r)
+        self.cache_up = Gauge("legalsat_plan_cache_up", "1 while the plan cache is in use, 0 while it is "
+                              "skipped (a shared cache's circuit breaker is open)", registry=r)
+        self.cache_breaker = Counter("legalsat_plan_cache_breaker_changes", "state changes of the shared "
+                                     "plan cache's circuit breaker, by the state entered", ["state"], registry=r)
+        self.cache_errors = Counter("legalsat_plan_cache_errors", "failed calls to the shared plan cache",
+                                    ["operation"], registry=r)
         self.restarts = Counter("legalsat_worker_restarts", "planning workers replaced", ["reason"],
                                 registry=r)
         self.queue = Gauge("legalsat_queue_depth", "planning jobs waiting for a worker", registry=r)
@@ -37,6 +43,13 @@ class Metrics:
         """Gauges read from the pool at scrape time."""
         self.queue.set_function(lambda: pool.queued)
         self.alive.set_function(lambda: pool.alive)
+
+    def bind_cache(self, cache) -> None:
+        """The cache's state, read at scrape time."""
+        self.cache_up.set_function(lambda: 1.0 if cache.available else 0.0)
+
+    def cache_state_changed(self, old: str, new: str) -> None:
+        self.cache_breaker.labels(new).inc()
 
     def saturation(self, meta: dict) -> None:
         """The e-graph figures of one planned request (an optimize worker's meta)."""

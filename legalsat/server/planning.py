@@ -1,9 +1,11 @@
 """Planning requests through the cache and the worker pool (what the optimize routes do).
 
 Flow of one request: validation in the event loop, every check whose cost is bounded (422
-without occupying a worker) -> cache lookup by canonical JSON (a hit is answered in the event
-loop) -> a worker job with a hard deadline, which parses the request in full -> the answer
-is stored (plans) or its e-graph kept (keep_egraph requests, never served from the cache).
+without occupying a worker) -> cache lookup by canonical JSON (in the event loop for the SQLite
+cache, in a thread for a shared one; a hit is answered without a worker) -> a worker job with
+a hard deadline, which parses the request in full -> the answer is stored (plans) or its
+e-graph kept (keep_egraph requests, never served from the cache). A shared cache that fails
+answers a miss and drops the write.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from legalsat.api import PLANNER_VERSION
 from legalsat.diagnostics import Code
 from legalsat.planner.request import PlanOptions
 from legalsat.schemas.optimize import check_request_id
-from legalsat.server.cache import request_key, splice_request_id
+from legalsat.server.cache import call, request_key, splice_request_id
 from legalsat.server.deps import ServiceState
 from legalsat.server.errors import ApiError, deadline, queue_full, shutting_down, worker_lost
 from legalsat.server.pool import DeadlineExceeded, PoolClosed, QueueFull, WorkerLost
@@ -71,7 +73,7 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     keep = opts.get("keep_egraph") is True
     key = request_key(PLANNER_VERSION, "optimize", obj)
     if not keep:
-        hit = state.cache.get(key)
+        hit = await call(state.cache, state.cache.get, key)
         if hit is not None:
             state.metrics.cache.labels("hit").inc()
             return splice_request_id(hit, rid or uuid.uuid4().hex[:16]), "hit"
@@ -87,7 +89,7 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     state.metrics.saturation(meta)
     full = splice_request_id(body, meta["request_id"])
     if keep:
-        state.cache.put_egraph(meta["egraph_id"], json.loads(full), meta["snapshot"])
+        await call(state.cache, state.cache.put_egraph, meta["egraph_id"], json.loads(full), meta["snapshot"])
         return full, "kept"
-    state.cache.put(key, body)  # the worker's body has no request_id: stored as it is
+    await call(state.cache, state.cache.put, key, body)  # the worker's body has no request_id: stored as it is
     return full, "miss"

@@ -7,6 +7,7 @@ inputs both run on, example protocols, and a live `legalsat serve` for end-to-en
     torch_reference   PyTorch's op for a planned movement, random inputs, bitwise comparison
     protocols         correct protocols and seeded bugs for the verifier
     live_server       a real service process on a loopback port
+    redis_server      a real redis-server on a loopback port (the shared plan cache's tests)
 
 Nothing in the rest of legalsat imports this package.
 """

@@ -118,8 +118,12 @@ def test_kept_egraph_as_json_and_html(client):
     root = [c for c in doc["eclasses"] if c["root"]]
     assert root and "strategies" in root[0]["analyses"] and "tma_legal" in root[0]["analyses"]
     page = client.get(f"/v1/egraphs/{eid}/view")
-    assert page.status_code == 200 and "<svg" in page.text and "extracted" in page.text
+    assert page.status_code == 200 and 'id="egraph-data"' in page.text and "/static/viewer/viewer.js" in page.text
     assert "default-src 'none'" in page.headers["content-security-policy"]
+    # the page's assets are the service's own, served without a token
+    for asset in ("viewer/viewer.js", "viewer/viewer.css", "docs/swagger-ui-bundle.js", "docs/redoc.standalone.js"):
+        got = client.get(f"/static/{asset}")
+        assert got.status_code == 200 and len(got.content) > 1000, asset
     error(client.get("/v1/egraphs/" + "0" * 32), 404, "not_found", "egraph_id")
     error(client.get("/v1/egraphs/" + "0" * 32 + "/view"), 404, "not_found")
 

@@ -1,4 +1,4 @@
-"""The e-graph document and picture built from a real saturated e-graph."""
+"""The e-graph document and the viewer page built from a real saturated e-graph."""
 
 from __future__ import annotations
 
@@ -7,10 +7,9 @@ import json
 import pytest
 
 from legalsat.api import optimize
-from legalsat.server.egraph_view import egraph_model, render_svg, shown_classes, to_dot, view_html
+from legalsat.server.egraph_view import VIEW_CSP, egraph_model, shown_classes, view_html
 
 from .conftest import SMALL
-from .conftest import need as need_tool
 
 RANK7 = {"op": {"kind": "copy",
                 "src": {"dtype": "float32", "shape": [3, 5, 7, 9, 11, 13, 2],
@@ -49,11 +48,11 @@ def test_analyses_are_attached_to_their_eclasses(small):
     assert all("elements" in c["analyses"] and "strides_divisible_by" in c["analyses"] for c in dims)
 
 
-def test_dot_draws_clusters_and_highlights_the_chosen_plan(small):
-    dot, shown = to_dot(small, 1000)
-    assert shown == small["eclass_count"]
-    assert dot.count("subgraph cluster_") == shown
-    assert 'class="extracted"' in dot and "<script>" not in dot
+def test_counts_and_report_agree_with_the_response():
+    out = optimize({**SMALL, "options": {"keep_egraph": True}})
+    model = egraph_model("f" * 32, out, out["egraph"].pop("snapshot"))
+    assert (model["eclass_count"], model["enode_count"]) == (out["egraph"]["eclasses"], out["egraph"]["enodes"])
+    assert model["report"] == out["egraph"]["report"] and model["report"]["steps"]
 
 
 def test_large_egraphs_collapse_around_the_plans():
@@ -62,17 +61,30 @@ def test_large_egraphs_collapse_around_the_plans():
     keep = shown_classes(big, 20)
     assert len(keep) == 20
     assert set(big["extracted"][0]["eclasses"]) <= set(keep)
-    page = view_html(big, None, 20, "test")
-    assert f"showing 20 of {big['eclass_count']} e-classes" in page
+    page = view_html(big, keep, keep[:10], 150, "../static")
+    assert f"draws at most 20 of its {big['eclass_count']} e-classes" in page
+    assert "opens on the chosen plan" in page  # past 150 e-nodes
+
+
+def _island(page: str) -> dict:
+    start = page.index('<script id="egraph-data" type="application/json">') + len('<script id="egraph-data" type="application/json">')
+    return json.loads(page[start:page.index("</script>", start)])
 
 
 def test_page_escapes_request_text(small):
-    page = view_html(small, "<svg></svg>", small["eclass_count"], None)
+    page = view_html(small, [c["id"] for c in small["eclasses"]], [], 150, "../static")
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    # the JSON island holds the text with < > & escaped: no string can close the element
+    island = page[page.index('type="application/json">'):page.index("</script>", page.index('type="application/json">'))]
+    assert "<" not in island[len('type="application/json">'):] and "\\u003cscript\\u003e" in island
+    assert _island(page)["request_id"] == "<script>alert(1)</script>"
 
 
-def test_svg_renders_with_graphviz(small):
-    need_tool("dot")
-    svg, why = render_svg(to_dot(small, 1000)[0])
-    assert why is None and svg.startswith("<svg") and "extracted" in svg
-    json.dumps(small)  # the document is plain JSON
+def test_page_loads_only_the_services_own_assets(small):
+    page = view_html(small, [c["id"] for c in small["eclasses"]], [], 150, "../../../static")
+    assert 'src="../../../static/viewer/viewer.js"' in page and "http" not in page.split("<script id=")[0]
+    assert "script-src 'self'" in VIEW_CSP and "unsafe" not in VIEW_CSP
+
+
+def test_document_is_plain_json(small):
+    assert json.loads(json.dumps(small)) == small

@@ -1,4 +1,4 @@
-"""GET /v1/egraphs/{id} (JSON) and /v1/egraphs/{id}/view (HTML + SVG) for kept e-graphs."""
+"""GET /v1/egraphs/{id} (JSON) and /v1/egraphs/{id}/view (the interactive viewer) for kept e-graphs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from legalsat.diagnostics import Code
 from legalsat.server.deps import ServiceState, service
-from legalsat.server.egraph_view import egraph_model, render_svg, to_dot, view_html
+from legalsat.server.egraph_view import VIEW_CSP, egraph_model, shown_classes, view_html
 from legalsat.server.errors import ApiError, error_responses
 
 router = APIRouter(prefix="/v1/egraphs", tags=["egraphs"])
@@ -19,8 +19,9 @@ _ERRORS = error_responses(401, 404, 422)
 _VIEW_ERRORS = {k: {"description": v["description"], "content": {"application/json": {
     "schema": {"$ref": "#/components/schemas/ErrorBody"}}}} for k, v in _ERRORS.items()}
 _ID = re.compile(r"^[0-9a-f]{32}$")
-# The page runs no script and loads nothing: whatever a request put in it stays text.
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+# the page's assets, relative to /v1/egraphs/{id}/view (so that a path prefix in front of the
+# service keeps working)
+_STATIC = "../../../static"
 
 
 class EgraphDoc(BaseModel):
@@ -28,6 +29,7 @@ class EgraphDoc(BaseModel):
     extracted plans located in it, the rejected candidates with their reasons."""
 
     id: str
+    report: dict | None
     request_id: str | None
     target: str | None
     term: str | None
@@ -64,12 +66,17 @@ def get_egraph(egraph_id: str = _PathId, state: ServiceState = Depends(service))
 
 
 @router.get("/{egraph_id}/view", response_class=HTMLResponse, responses=_VIEW_ERRORS,
-            summary="A kept e-graph as a picture")
+            summary="A kept e-graph in the interactive viewer")
 def view_egraph(egraph_id: str = _PathId, state: ServiceState = Depends(service)) -> HTMLResponse:
-    """E-classes as clusters labelled with their analysis values, the extracted plan
-    highlighted, the rejected candidates and their reasons; large e-graphs are collapsed to
-    the extracted plans' neighbourhood (the page says so)."""
+    """E-classes holding their e-nodes, with analysis values and costs; the chosen plan, the
+    other plans and the rejected candidates (with their reasons) one click away (URL anchors
+    `#plan-N`, `#rejected-N`); search, collapse, pan and zoom; the saturation report per
+    iteration. It opens on the LEGALSAT_VIEWER_FIRST_ECLASSES e-classes nearest the plans and
+    draws at most LEGALSAT_VIEWER_MAX_ECLASSES; past LEGALSAT_VIEWER_COLLAPSE_ENODES e-nodes the
+    e-classes start collapsed (the page says so). Its scripts and styles are the service's own (no CDN)."""
     model = _load(state, egraph_id)
-    dot, shown = to_dot(model, state.settings.viewer_max_eclasses)
-    svg, why = render_svg(dot)
-    return HTMLResponse(view_html(model, svg, shown, why), headers={"Content-Security-Policy": _CSP})
+    settings = state.settings
+    shown = shown_classes(model, settings.viewer_max_eclasses)
+    first = shown_classes(model, min(settings.viewer_first_eclasses, settings.viewer_max_eclasses))
+    page = view_html(model, shown, first, settings.viewer_collapse_enodes, _STATIC)
+    return HTMLResponse(page, headers={"Content-Security-Policy": VIEW_CSP})

@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 
 from legalsat.api import PLANNER_VERSION
 from legalsat.schemas.service import Health, Readiness
+from legalsat.server.cache import call
 from legalsat.server.deps import ServiceState, service
 
 router = APIRouter(tags=["health"])
@@ -23,7 +24,7 @@ async def readyz(state: ServiceState = Depends(service)):
     alive = state.pool.alive
     body = {"status": "ready" if alive else "not_ready", "workers": state.pool.size, "workers_alive": alive,
             "queued": state.pool.queued, "worker_restarts": state.pool.restarts,
-            "cached_plans": len(state.cache), "planner": PLANNER_VERSION}
+            "cached_plans": await call(state.cache, len, state.cache), "planner": PLANNER_VERSION}
     return JSONResponse(body, status_code=200 if alive else 503)
 
 
