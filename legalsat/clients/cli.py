@@ -92,13 +92,13 @@ def _plan_handler(target_name: str) -> Callable[[bytes], bytes]:
 
     def handle(line: bytes) -> bytes:
         try:
-            return compact_json(api.optimize(line))
+            return compact_json(api.optimize(_with_target(line, target_name)))
         except InputError:
             raise
         except Exception as e:  # a planner bug must not stop the batch: report it on its line
             raise InputError([internal_error(e)]) from None
 
-    return handle  # requests name their own target
+    return handle  # requests that name no target get `target_name`
 
 
 def _plan_error(err: InputError) -> bytes:
@@ -179,22 +179,66 @@ def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> Non
     p.set_defaults(run=_run_stream)
 
 
+def _with_target(data: bytes, target: str) -> object:
+    """The request with `target` where it names none (anything else is left for validation)."""
+    try:
+        obj = json.loads(data)
+    except ValueError:
+        return data
+    if isinstance(obj, dict) and "target" not in obj:
+        return {**obj, "target": target}
+    return obj
+
+
+def _json_lines_hint(data: bytes, name: str) -> None:
+    """Raise a clear error when a JSON Lines file (several requests) is given to `optimize`."""
+    try:
+        json.loads(data)
+        return
+    except ValueError:
+        pass
+    lines = [ln for ln in data.splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return
+    try:
+        for ln in lines[:3]:
+            json.loads(ln)
+    except ValueError:
+        return
+    where = "stdin" if name == "-" else name
+    raise Code.INVALID_JSON.error(
+        f"{where} holds {len(lines)} JSON lines, not one request: `optimize` plans one JSON object",
+        f"plan them all with `legalsat batch {name} -o OUT.jsonl` (one answer per line, in order), "
+        "or pass one request")
+
+
 def _optimize(args: argparse.Namespace) -> int:
     from legalsat.api import optimize
 
-    limit = get_settings().max_body_bytes
+    settings = get_settings(target=args.target)
+    limit = settings.max_body_bytes
     with _open_input(args.file) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise Code.TOO_LARGE.error(f"the request is over {limit} bytes",
                                    "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")
+    _json_lines_hint(data, args.file)
+    request = _with_target(data, settings.target)
+    if args.format == "summary" and isinstance(request, dict):  # the table's "why" is the planner's explain
+        options = request.get("options")
+        request = {**request, "options": {**(options if isinstance(options, dict) else {}), "explain": True}}
     if args.stage:
         from legalsat.api import dump_stages
 
-        sys.stdout.write(json.dumps(dump_stages(data, args.stage), indent=None if args.compact else 2) + "\n")
+        sys.stdout.write(json.dumps(dump_stages(request, args.stage), indent=None if args.compact else 2) + "\n")
         return 0
-    out = optimize(data)
-    sys.stdout.write(json.dumps(out, indent=None if args.compact else 2) + "\n")
+    out = optimize(request)
+    if args.format == "summary":
+        from legalsat.clients.summary import summary
+
+        sys.stdout.write(summary(out))
+    else:
+        sys.stdout.write(json.dumps(out, indent=None if args.compact else 2) + "\n")
     return 0 if out["status"] == "ok" else 3
 
 
@@ -218,7 +262,7 @@ def _batch(args: argparse.Namespace) -> int:
     of one request (planning is ~10-300 ms a line) and workers even for a pipe."""
     from legalsat.clients.jsonl import run_stream
 
-    settings = get_settings(workers=args.jobs)
+    settings = get_settings(workers=args.jobs, target=args.target)
     total = 0
     start = time.monotonic()
     bar = not args.quiet and sys.stderr.isatty()  # frames only on a terminal
@@ -296,11 +340,27 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Version(argparse.Action):
+    """`--version`: the package and the planner version (which keys the plan cache); the
+    planner's version is imported only when asked for."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        import legalsat
+        from legalsat.api import PLANNER_VERSION
+
+        print(f"legalsat {legalsat.__version__} ({PLANNER_VERSION})")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for documentation and tests)."""
     p = argparse.ArgumentParser(
         prog="legalsat",
         description="Plans GPU data movement: TMA legality, layouts, lowering plans.")
+    p.add_argument("--version", action=_Version, help="print legalsat's and its planner's versions")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     v = sub.add_parser(
         "validate-descriptor",
@@ -328,6 +388,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "reasons, e-graph statistics, stage timings. Exit 3: infeasible.")
     o.add_argument("file", nargs="?", default="-", help="request JSON file, or - for stdin (default)")
     o.add_argument("--compact", action="store_true", help="one-line JSON")
+    o.add_argument("--format", choices=["json", "summary"], default="json",
+                   help="json (the response, default) or summary (a short table: each plan, its time and "
+                        "why; each rejected strategy and why)")
+    o.add_argument("--target", default=None,
+                   help="target for a request that names none (default: LEGALSAT_TARGET or sm90)")
     o.add_argument("--stage", choices=["saturate", "extract", "solve", "verify"], default=None,
                    help="instead of the response, print what each planner stage produced, up to this one")
     o.set_defaults(run=_optimize)
@@ -342,6 +407,8 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("-o", "--output", default="-", help="output JSON Lines file (default: stdout)")
     bt.add_argument("--jobs", type=int, default=None, help="worker processes (default: LEGALSAT_WORKERS or all cores)")
     bt.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
+    bt.add_argument("--target", default=None,
+                    help="target for requests that name none (default: LEGALSAT_TARGET or sm90)")
     bt.set_defaults(run=_batch)
     sc = sub.add_parser("schema", help="print the JSON Schema of optimize requests or responses")
     sc.add_argument("which", nargs="?", choices=["request", "response"], default="request")

@@ -17,6 +17,7 @@ from legalsat.diagnostics import Code
 from legalsat.planner import stages
 from legalsat.planner.budget import deadline, remaining_ms
 from legalsat.planner.build import Built
+from legalsat.planner.explain import explain
 from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
 from legalsat.planner.reasons import why_not
@@ -26,7 +27,7 @@ from legalsat.terms.movement import moved_elements
 from legalsat.terms.strategy import Strategy
 
 # Part of every plan-cache key: a new version never serves an older version's plans.
-PLANNER_VERSION = "legalsat-planner/6"
+PLANNER_VERSION = "legalsat-planner/7"
 
 
 class Clock:
@@ -47,15 +48,6 @@ class Clock:
         return out
 
 
-def _explain(req: PlanRequest, cand: Candidate, us: float) -> tuple[str, ...]:
-    form = cand.form
-    return tuple([
-        f"formulation {cand.term}",
-        f"{len(form.regions)} piece(s); element width {form.regions[0].eb} bytes" if form.regions else "",
-        f"estimated {us:.2f} us from the {req.target.cost.source} cost model of {req.target.name}",
-    ] + [f"needs {r.side} stride {r.old_bytes} -> {r.new_bytes} bytes (allow_padding)" for r in form.relayouts])
-
-
 def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
     """One candidate -> its plan (raises Infeasible); the proof must hold."""
     built: Built = stages.solve(req, cand)
@@ -72,7 +64,7 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
     return Plan(m.kind, cand.strategy, cand.term, built.tile, built.grid, built.num_warps, built.num_stages,
                 req.smem_bytes, built.vector_bytes, built.descriptors, built.smem, built.pipeline, built.gather, built.pieces,
                 tuple(Relayout(r.side, r.old_bytes, r.new_bytes) for r in cand.form.relayouts), cost, proof,
-                _explain(req, cand, us) if req.options.explain else None, built.tile_load)
+                None, built.tile_load)
 
 
 def optimize(req: PlanRequest) -> PlanResponse:
@@ -104,6 +96,8 @@ def _optimize(req: PlanRequest) -> PlanResponse:
             clock.lap("solve")
             rejected.append(Rejected(cand.strategy, cand.term, e.reasons))
     plans.sort(key=lambda p: p.cost.estimated_us)  # builders may know better than the e-graph (tile loads)
+    if req.options.explain:
+        plans = list(explain(req, plans))
     offered = {c.strategy for c in cands}
     rejected += [Rejected(s, None, tuple(why_not(req, s))) for s in Strategy if s not in offered]
     return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,

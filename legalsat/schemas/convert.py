@@ -131,7 +131,8 @@ def plan_out(p: Plan) -> PlanOut:
         kind=p.kind.value, strategy=p.strategy.value, term=p.term, tile=list(p.tile), grid=list(p.grid),
         num_warps=p.num_warps, num_stages=p.num_stages, smem_budget_bytes=p.smem_budget_bytes,
         vector_bytes=p.vector_bytes,
-        descriptors=[descriptor_out(d) for d in p.descriptors], smem=smem_out(p.smem),
+        descriptors=[descriptor_out(d) for d in p.descriptors],
+        placeholder_addresses=sorted({d.tma.global_address for d in p.descriptors}) or None, smem=smem_out(p.smem),
         async_=async_out(p.pipeline), gather=gather_out(p.gather), pieces=[piece_out(x) for x in p.pieces],
         relayout=[RelayoutOut(side=r.side, old_stride_bytes=r.old_stride_bytes, new_stride_bytes=r.new_stride_bytes)
                   for r in p.relayout],

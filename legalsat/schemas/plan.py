@@ -248,8 +248,10 @@ class PlanOut(Out):
 
     kind: KindName = Field(description="what the plan moves: copy, gather or load_tile")
     strategy: StrategyName = Field(description="how: direct, tma, staged_smem, shuffle or inspector_executor")
-    term: str = Field(description="the planner's formulation as an s-expression (sizes in elements of the "
-                      "formulation's element width)")
+    term: str = Field(description="the planner's formulation as an s-expression: e.g. (Staged (Copy eb sa da "
+                      "(DCons extent src_stride dst_stride ...))), strides in elements of eb bytes (Copy's first "
+                      "argument; contiguous elements widened up to 16 bytes); every constructor is documented in "
+                      "the README's 'The term language'")
     tile: list[int] = Field(description="the core piece's tile")
     grid: list[int] = Field(description="the core piece's grid")
     num_warps: int = Field(description="the core piece's warps per program")
@@ -258,6 +260,10 @@ class PlanOut(Out):
                                    "or the target's limit)")
     vector_bytes: int | None = Field(description="the core piece's bytes per access")
     descriptors: list[DescriptorOut] = Field(description="every TMA descriptor of the plan")
+    placeholder_addresses: list[int] | None = Field(
+        None, description="the PLACEHOLDER values the descriptors' global_address fields hold (2^40 + the base "
+                          "alignment the plan assumes), not real pointers: the client (legalsat.clients.triton) "
+                          "encodes each descriptor with its tensor's pointer; null when the plan has no descriptor")
     smem: SmemOut | None = Field(description="the core piece's shared-memory tile")
     async_: AsyncOut | None = Field(alias="async", description="the core piece's asynchronous protocol")
     gather: GatherOut | None = Field(description="gathers: how the indices are walked")
@@ -265,7 +271,12 @@ class PlanOut(Out):
     relayout: list[RelayoutOut] = Field(description="pitches the plan needs re-allocated")
     cost: CostOut = Field(description="the estimate that ranked this plan")
     proof: ProofOut = Field(description="the islpy proof")
-    explain: list[str] | None = Field(None, description="options.explain: why this plan")
+    explain: list[str] | None = Field(None, description="options.explain: why this plan ranks where it does: its "
+                                      "headline (what dominates the estimate), its rank against the others, the "
+                                      "estimate taken apart (launches; bytes at the target's copy bandwidth x the "
+                                      "efficiency it implies), access widths, sector use, bank-conflict ways, TMA "
+                                      "boxes and stages, the inspector's passes, and per solved field the "
+                                      "constraint that is tight ('limit: ...')")
     tile_load: TileLoadOut | None = Field(None, description="tile loads: the walk, the boxes and the stage layout")
 
 

@@ -25,6 +25,7 @@ from legalsat.terms.sexpr import parse_sexp
 from legalsat.terms.strategy import Strategy
 
 _STRATEGY_BY_CODE = {s.code: s.value for s in Strategy}
+_CAND_CODES = ", ".join(f"{code} {name}" for code, name in sorted(_STRATEGY_BY_CODE.items()))
 
 # relation and function names shown with the words the service's users know
 _LABELS = {"TmaOk": "tma_legal", "Div": "strides_divisible_by", "Has": "strategies",
@@ -244,7 +245,10 @@ def view_html(model: dict, shown: list[str], first: list[str], collapse_above: i
 <span class="rejected">rejected</span><span class="collapsed">collapsed e-class</span><br>
 Boxes are e-classes (sort, id, cheapest cost) holding their e-nodes (operator, literal arguments,
 cost); arrows go from an e-node to the e-classes of its arguments. Click for analysis values;
-double-click an e-class to collapse or expand it.</p>
+double-click an e-class to collapse or expand it. <code>Lower m</code>: a movement that needs a
+plan; <code>Cand k m</code>: every plan of strategy code k for it ({_CAND_CODES}); <code>Copy eb sa da dims</code>: element bytes, base alignments,
+dims; <code>DCons n s d</code>: extent, src and dst strides in elements (README: "The term
+language").</p>
 <h2>Candidates</h2><ul id="candidates"></ul>
 <h2>Selected</h2><div id="details"><p>Click an e-node or e-class.</p></div>
 <h2>Saturation, per iteration</h2>

@@ -161,3 +161,54 @@ def test_schema_command(capsys):
     assert main(["schema", "response"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert "plans" in schema["properties"]
+
+
+# --- reading plans: --version, --target, --format summary, a JSON Lines file given to optimize ---
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "optimize_transpose.json")
+
+
+def test_version_names_the_package_and_the_planner():
+    from legalsat.api import PLANNER_VERSION
+
+    r = run_cli("--version")
+    assert r.returncode == 0 and r.stdout.decode().split() == ["legalsat", __import__("legalsat").__version__,
+                                                               f"({PLANNER_VERSION})"]
+
+
+def test_summary_reads_in_under_25_lines():
+    for name in os.listdir(os.path.dirname(EXAMPLE)):
+        if not (name.startswith("optimize_") and name.endswith(".json")):
+            continue
+        r = run_cli("optimize", os.path.join(os.path.dirname(EXAMPLE), name), "--format", "summary")
+        text = r.stdout.decode()
+        assert r.returncode == 0, r.stderr
+        lines = text.splitlines()
+        assert len(lines) < 25 and all(len(ln) <= 120 for ln in lines)
+        assert "plans, best first:" in text and "rejected:" in text
+        assert "bandwidth-bound at" in text or "launch-bound" in text  # the planner's own why
+
+
+def test_target_flag_applies_to_requests_that_name_none(tmp_path):
+    req = json.loads(open(EXAMPLE).read())
+    del req["target"]
+    f = tmp_path / "req.json"
+    f.write_text(json.dumps(req))
+    out = json.loads(run_cli("optimize", str(f), "--target", "gfx942").stdout)
+    assert out["target"] == "gfx942"
+    named = tmp_path / "named.json"
+    named.write_text(json.dumps({**req, "target": "sm90"}))
+    assert json.loads(run_cli("optimize", str(named), "--target", "gfx942").stdout)["target"] == "sm90"
+    lines = tmp_path / "in.jsonl"
+    lines.write_text(json.dumps(req) + "\n" + json.dumps({**req, "target": "sm90"}) + "\n")
+    r = run_cli("batch", str(lines), "--target", "gfx942", "--quiet")
+    assert [json.loads(x)["target"] for x in r.stdout.decode().splitlines()] == ["gfx942", "sm90"]
+
+
+def test_optimize_given_json_lines_points_to_batch(tmp_path):
+    req = open(EXAMPLE).read().strip()
+    f = tmp_path / "many.jsonl"
+    f.write_text(req + "\n" + req + "\n")
+    r = run_cli("optimize", str(f))
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "holds 2 JSON lines" in err and f"legalsat batch {f}" in err

@@ -1,0 +1,44 @@
+"""`legalsat optimize --format summary`: an optimize response as a short table a person reads.
+
+    summary(response) -> text (about a dozen lines)
+
+Two lines per plan (rank, strategy, estimated time, bandwidth; then why: the headline of its
+`explain`), one per rejected strategy (its first reason's code and message). The command asks
+the planner for `explain`, so the "why" is the planner's own.
+"""
+
+from __future__ import annotations
+
+WIDTH = 120  # columns a line may take before it is cut
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def summary(out: dict) -> str:
+    """The response `out` (legalsat.optimize's dict) as a short table."""
+    took = out.get("timings_ms", {}).get("total")
+    head = f"legalsat: {out['status']} on {out['target']}" + (f", planned in {took:.0f} ms" if took is not None else "")
+    lines = [head, "  " + _cut(out["term"], WIDTH - 2)]
+    plans = out.get("plans", [])
+    if plans:
+        w = max(len(p["strategy"]) for p in plans)
+        lines.append("plans, best first:")
+        for i, p in enumerate(plans):
+            cost = p["cost"]
+            tbps = f"{cost['estimated_tbps']:.2f} TB/s" if cost.get("estimated_tbps") else ""
+            lines.append(f"  {i + 1}. {p['strategy']:<{w}} {cost['estimated_us']:>10.2f} us {tbps:>10}")
+            if p.get("explain"):
+                lines.append(_cut(f"       {p['explain'][0]}", WIDTH))
+    rejected = out.get("rejected", [])
+    if rejected:
+        w = max(len(r["strategy"]) for r in rejected)
+        lines.append("rejected:")
+        for r in rejected:
+            reason = r["reasons"][0] if r["reasons"] else {"rule": "", "message": ""}
+            more = f" (+{len(r['reasons']) - 1} more)" if len(r["reasons"]) > 1 else ""
+            lines.append(_cut(f"  {r['strategy']:<{w}}  {reason['rule']}: {reason['message']}{more}", WIDTH))
+    for warning in out.get("warnings", []) or []:
+        lines.append(_cut(f"warning: {warning.get('message', warning) if isinstance(warning, dict) else warning}", WIDTH))
+    return "\n".join(lines) + "\n"

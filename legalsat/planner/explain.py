@@ -1,0 +1,180 @@
+"""Why each plan ranks where it does (`options.explain`), in words a kernel engineer reads.
+
+    explain(req, plans) -> the plans, each with its `explain` lines
+
+The first line is the plan's headline: what dominates its estimate. Then the estimate taken
+apart (the target's launch time, and the bytes moved at the bandwidth the cost model gives
+this plan: the efficiency it implies, next to the target's table for its access width), the
+memory-side facts the estimate rests on (access widths, 32-byte sector use of the contiguous
+runs, shared-memory bank-conflict ways, TMA boxes and stages, the inspector's passes,
+launches), its rank against the others, and for each solved field the constraint that is
+tight at the solution (the one that stopped it from growing).
+
+Invariant: every number is read from the plan, its pieces or the target's cost facts; no
+figure is recomputed with a model of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from legalsat.planner.plan import Piece, Plan
+from legalsat.planner.request import PlanRequest
+from legalsat.terms.strategy import Strategy
+
+SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
+
+
+def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan]) -> tuple[Plan, ...]:
+    """`plans` (best first) with their explanations."""
+    best = plans[0].cost.estimated_us if plans else 0.0
+    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), best)) for i, p in enumerate(plans))
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _width_eff(req: PlanRequest, width: int) -> int:
+    table = dict(req.target.cost.by_width)
+    return table.get(width, table[max(w for w in table if w <= max(width, min(table)))])
+
+
+def _runs(piece: Piece) -> tuple[int, int]:
+    """Bytes of the contiguous run on each side (the innermost unit-stride dim's extent)."""
+    def run(stride_of) -> int:  # noqa: ANN001
+        unit = [d.extent for d in piece.dims if stride_of(d) == 1]
+        return (unit[0] if unit else 1) * piece.element_bytes
+    return run(lambda d: d.src_stride), run(lambda d: d.dst_stride)
+
+
+def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float) -> tuple[str, ...]:
+    c = req.target.cost
+    us = p.cost.estimated_us
+    launches = len(p.pieces) + (len(p.gather.inspector.passes) if p.gather and p.gather.inspector else 0)
+    launch_us = launches * c.launch_ns / 1000
+    bw_us = max(us - launch_us, 0.0)
+    # the efficiency the estimate implies: bytes moved over (time x the target's copy bandwidth)
+    eff = p.cost.bytes_moved / (bw_us * 1e-6 * c.copy_bandwidth_gbps * 1e9) if bw_us > 0 else None
+    core = p.pieces[0] if p.pieces else None
+    facts: list[str] = []
+    if core is not None:
+        loads, stores = core.vector_bytes, core.store_vector_bytes or core.vector_bytes
+        facts.append(f"{loads}-byte loads, {stores}-byte stores (the target's table: {loads}-byte accesses run at "
+                     f"{_width_eff(req, loads) / 10:.0f}% of copy bandwidth)")
+        if core.dims:
+            src_run, dst_run = _runs(core)
+            inner = core.dims[-1]  # a direct piece walks its dims in order, the last innermost
+            scattered = [side for side, st in (("src", inner.src_stride), ("dst", inner.dst_stride)) if st != 1]
+            if p.strategy == Strategy.DIRECT and scattered and len(scattered) < 2 and core.element_bytes < SECTOR:
+                facts.append(f"the {scattered[0]} side is accessed element by element across its rows: each "
+                             f"{core.element_bytes}-byte access uses {core.element_bytes}/{SECTOR} of a 32-byte sector "
+                             f"(the target's element-wise efficiency: {c.scatter / 10:.0f}%)")
+            elif min(src_run, dst_run) < SECTOR:
+                worst = min(src_run, dst_run)
+                facts.append(f"contiguous runs {src_run} B (src) and {dst_run} B (dst): a {worst}-byte run uses "
+                             f"{worst}/{SECTOR} of each 32-byte sector it touches")
+            else:
+                facts.append(f"contiguous runs {src_run} B (src) and {dst_run} B (dst): whole 32-byte sectors")
+    if p.smem is not None:
+        s = p.smem
+        ways = [f"{w:g}-way {k}" for k, w in (("writes", s.write_conflict_ways), ("reads", s.read_conflict_ways))
+                if w is not None]
+        conflict = "conflict-free" if all(w in (None, 1.0) for w in (s.write_conflict_ways, s.read_conflict_ways)) \
+            else "bank conflicts"
+        facts.append(f"shared memory: {_fmt_bytes(s.bytes_per_stage)} x {s.stages} stage(s), swizzle {s.swizzle.value}, "
+                     f"{s.padding_bytes} B row padding; {conflict} ({', '.join(ways) or 'no modelled access'})")
+    if p.descriptors:
+        d = p.descriptors[0]
+        facts.append(f"TMA: {len(p.descriptors)} descriptor(s), box {list(d.tma.box_dim)} (innermost first), "
+                     f"{p.num_stages} stage(s)")
+    if p.gather is not None:
+        g = p.gather
+        facts.append(f"gather: {g.index_count} entries of {g.slab_bytes} B, {g.rows_per_program} per program")
+        if g.inspector is not None:
+            facts.append(f"inspector: {len(g.inspector.passes)} passes ({', '.join(g.inspector.passes)}) over "
+                         f"{_fmt_bytes(g.inspector.index_bytes)} of (index, position) pairs")
+    facts.append(f"launches: {launches} kernel(s) of {c.launch_ns / 1000:g} us each")
+
+    if eff is None or launch_us >= bw_us:
+        headline = f"launch-bound: {launches} launch(es) are {launch_us:.2f} of its {us:.2f} us"
+    else:
+        what = facts[0].split(" (")[0] if core is not None else "its accesses"
+        if core is not None and core.dims and "element by element" in facts[1]:
+            what += f", the {facts[1].split(' side')[0][4:]} side element by element"
+        if p.smem is not None and p.strategy in (Strategy.STAGED_SMEM, Strategy.TMA):
+            what += ", " + facts[2 if core is not None and core.dims else 1].split(";")[1].strip().split(" (")[0] + " shared memory"
+        if p.gather is not None and p.gather.inspector is not None:
+            what += f", after {len(p.gather.inspector.passes)} inspector passes"
+        headline = f"bandwidth-bound at {eff:.0%} of copy bandwidth: {what}"
+    if rank == 0:
+        standing = f"ranked 1st of {of}" + (" (the only plan)" if of == 1 else "")
+    else:
+        standing = f"ranked {rank + 1} of {of}: +{us - best_us:.2f} us ({us / best_us - 1:.0%}) over the best" \
+            if best_us else f"ranked {rank + 1} of {of}"
+    estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us + {_fmt_bytes(p.cost.bytes_moved)} read and "
+                f"written at {c.copy_bandwidth_gbps} GB/s x {eff:.0%}" if eff is not None else f"estimated {us:.2f} us")
+    lines = [headline, standing, estimate + f" ({c.source})", *facts]
+    lines += [f"limit: {t}" for t in _limits(req, p)]
+    lines += [f"needs {r.side} stride {r.old_stride_bytes} -> {r.new_stride_bytes} bytes (allow_padding)"
+              for r in p.relayout]
+    return tuple(lines)
+
+
+def _limits(req: PlanRequest, p: Plan) -> list[str]:
+    """For each solved field of the core piece, the constraint that is tight at its value."""
+    out: list[str] = []
+    core = p.pieces[0] if p.pieces else None
+    if core is None or not core.dims:
+        return out
+    eb = core.element_bytes
+    extents = [d.extent for d in core.dims]
+    tile = list(core.tile)
+    if p.gather is not None:  # a gather's program takes rows (index entries) of one slab each
+        g = p.gather
+        rows_bytes = g.rows_per_program * g.slab_bytes
+        why = (f"the {g.index_count} entries" if g.rows_per_program >= g.index_count else
+               f"{g.rows_per_program} x {g.slab_bytes} B = {_fmt_bytes(rows_bytes)} per program (at most 32 KiB, "
+               "or one slab)")
+        out.append(f"rows_per_program {g.rows_per_program}: {why}")
+        tile = [g.rows_per_program * g.slab_bytes // max(eb, 1)]
+    elif len(tile) == 1 and len(extents) != 1 or p.strategy == Strategy.DIRECT and len(tile) == 1:
+        elems = math.prod(extents)
+        block = tile[0]
+        if block >= elems:
+            why = f"the piece's {elems} elements (a power of two covering them)"
+        else:
+            why = f"at most {_fmt_bytes(block * eb)} per program ({block} elements of {eb} B)"
+        out.append(f"block {block}: {why}")
+    elif len(tile) == len(extents):
+        for k, (t, n) in enumerate(zip(tile, extents)):
+            if t == 1:
+                continue
+            if t >= n:
+                why = f"the extent {n}" + (" (a power of two covering it)" if t > n else "")
+            elif p.descriptors and t == 256:
+                why = "a TMA box dim holds at most 256 elements"
+            elif p.smem is not None and p.smem.swizzle.value != "none" and k == len(tile) - 1 and \
+                    t * eb == int(p.smem.swizzle.value.split("B")[0]):
+                why = f"the {p.smem.swizzle.value} swizzle span ({t} x {eb} B)"
+            elif p.smem is not None:
+                why = f"the tile's bytes: {_fmt_bytes(math.prod(tile) * eb)} per stage"
+            else:
+                why = "the tile's bytes per program"
+            out.append(f"tile dim {k} = {t} of {n}: {why}")
+    if p.smem is not None and p.smem.stages > 1:
+        per = p.smem.bytes_per_stage + (p.smem.store_buffer_bytes or 0) / max(p.smem.stages, 1)
+        more = (p.smem.stages + 1) * p.smem.bytes_per_stage + (p.smem.store_buffer_bytes or 0)
+        why = (f"one more would need {_fmt_bytes(more)} of the {_fmt_bytes(p.smem_budget_bytes)} shared-memory budget"
+               if more > p.smem_budget_bytes else "the pipeline's depth cap (more stages do not add bandwidth)")
+        out.append(f"stages {p.smem.stages} ({_fmt_bytes(int(per))} each): {why}")
+    tile_bytes = math.prod(tile) * eb
+    by_bytes = 16 if tile_bytes >= 65536 and p.strategy == Strategy.STAGED_SMEM else 4 if tile_bytes <= 8192 else 8
+    if p.num_warps == by_bytes:  # the warps rule of legalsat.planner.solve (TMA plans choose otherwise)
+        out.append(f"num_warps {p.num_warps}: by the tile's {_fmt_bytes(tile_bytes)} (4 warps up to 8 KiB, 8 beyond, "
+                   "16 for a 64 KiB staged tile)")
+    return out
