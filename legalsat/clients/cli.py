@@ -116,6 +116,17 @@ def _plan_error(err: InputError) -> bytes:
     return compact_json(error_item(err, rid, getattr(err, "line", None)))
 
 
+def lost_chunk(first: int, lines: list[bytes], why: str) -> bytes:
+    """Answers for a chunk whose workers kept dying: one error object per line."""
+    out = []
+    for k, line in enumerate(lines):
+        err = Code.WORKER_LOST.error(f"line {first + k} was not answered: {why}",
+                                     "run the line again; if it fails again, lower its options.node_limit")
+        err.line, err.text = first + k, line.strip()
+        out.append(_plan_error(err) + b"\n")
+    return b"".join(out)
+
+
 _ERROR_LINE = re.compile(rb'^\{"request_id":(?:null|"(?:[^"\\]|\\.)*"),"status":"error"')
 
 
@@ -140,6 +151,12 @@ _STREAMS: dict[str, tuple[Callable[[str], Callable[[bytes], bytes]], Callable[[I
     "verify-pipeline": (_pipeline_handler, _pipeline_error),
     "batch": (_plan_handler, _plan_error),
 }
+
+
+def plan_chunk_job(target_name: str, max_line_bytes: int):
+    """The chunk job of `legalsat batch` (what a worker process or a Ray actor runs on each
+    chunk): (first line number, lines) -> one answer per line."""
+    return functools.partial(_stream_chunk, "batch", target_name, max_line_bytes)
 
 
 def _stream_chunk(command: str, target_name: str, max_line_bytes: int, first: int,
@@ -275,6 +292,11 @@ def _batch(args: argparse.Namespace) -> int:
         print(f"\rlegalsat batch [{filled:<30}] {done}/{total or '?'} {rate:.1f}/s {eta}   ", end="",
               file=sys.stderr, flush=True)
 
+    pool = None
+    if args.ray is not None:  # the same streaming path, with Ray actors for the process pool
+        from legalsat.clients.ray_batch import RayExecutor
+
+        pool = functools.partial(RayExecutor, args.ray, settings.workers, lost_chunk)
     raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
     out = _BatchOutput(raw)
     try:
@@ -282,11 +304,10 @@ def _batch(args: argparse.Namespace) -> int:
             if bar and args.file != "-":  # the bar's length
                 total = sum(1 for _ in f)
                 f.seek(0)
-            lines = run_stream(f, out, functools.partial(_stream_chunk, "batch", settings.target,
-                                                         settings.max_body_bytes),
+            lines = run_stream(f, out, plan_chunk_job(settings.target, settings.max_body_bytes),
                                lambda: _plan_handler(settings.target), _plan_error, settings.max_body_bytes,
                                settings.workers, chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False,
-                               progress=progress if bar else None, start_method="forkserver")
+                               progress=progress if bar else None, start_method="forkserver", executor=pool)
     finally:
         if bar:
             print(file=sys.stderr)
@@ -405,7 +426,12 @@ def build_parser() -> argparse.ArgumentParser:
                                     "response or one error object per line, in input order.")
     bt.add_argument("file", help="JSON Lines file of requests, or - for stdin")
     bt.add_argument("-o", "--output", default="-", help="output JSON Lines file (default: stdout)")
-    bt.add_argument("--jobs", type=int, default=None, help="worker processes (default: LEGALSAT_WORKERS or all cores)")
+    bt.add_argument("--jobs", type=int, default=None,
+                    help="worker processes, or Ray actors with --ray (default: LEGALSAT_WORKERS or the usable CPUs)")
+    bt.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
+                    help="answer on a Ray cluster's actors: ADDRESS as ray.init takes it (auto, host:port, "
+                         "ray://host:10001), or local (the default: a Ray instance on this machine); needs "
+                         "pip install 'legalsat[ray]'")
     bt.add_argument("--quiet", action="store_true", help="no progress bar on stderr")
     bt.add_argument("--target", default=None,
                     help="target for requests that name none (default: LEGALSAT_TARGET or sm90)")

@@ -16,7 +16,7 @@ import os
 import stat
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import BinaryIO
 
 from legalsat.diagnostics import Code, InputError
@@ -91,7 +91,7 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
                shape_error: ErrorShaper, max_line_bytes: int, workers: int, *,
                chunk_lines: int = CHUNK_LINES, parallel_min_bytes: int = PARALLEL_MIN_BYTES,
                interactive_pipes: bool = True, progress: Callable[[int], None] | None = None,
-               start_method: str = "fork") -> int:
+               start_method: str = "fork", executor: Callable[[], Executor] | None = None) -> int:
     """Answer every line of `f` on `out`, in order; return the number of lines.
 
     Input of at least `parallel_min_bytes` (a regular file; any pipe when not
@@ -102,12 +102,15 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
     Cheap per-line work (validation) wants large chunks and a size threshold; expensive work
     (planning) wants chunks of one line and workers from the first line. `start_method`
     "forkserver" is for callers whose process may hold native thread pools (egglog, z3),
-    which a fork would copy mid-flight.
+    which a fork would copy mid-flight. `executor` makes the pool another
+    concurrent.futures.Executor of `workers` workers (legalsat.clients.ray_batch: actors of a
+    Ray cluster); everything else, the order and the bound on work in flight included, is
+    this same code.
     """
     regular = is_regular_file(f)
     size = os.fstat(f.fileno()).st_size if regular else 0
     interactive = not regular and interactive_pipes
-    if interactive or workers <= 1 or (regular and size < parallel_min_bytes):
+    if interactive or (executor is None and workers <= 1) or (regular and size < parallel_min_bytes):
         return process_lines(f, out, make_handler(), shape_error, max_line_bytes,
                              flush_each=not regular)
     n = done = 0
@@ -121,7 +124,8 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
         if progress:
             progress(done)
 
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method)) as pool:
+    make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method)))
+    with make_pool() as pool:
         for first, chunk in _chunks(f, chunk_lines):
             pending.append((len(chunk), pool.submit(job, first, chunk)))
             n += len(chunk)

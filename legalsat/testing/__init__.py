@@ -8,6 +8,8 @@ inputs both run on, example protocols, and a live `legalsat serve` for end-to-en
     protocols         correct protocols and seeded bugs for the verifier
     live_server       a real service process on a loopback port
     redis_server      a real redis-server on a loopback port (the shared plan cache's tests)
+    browser           the viewer and the API docs in headless Chromium
+    tools             system tools a test needs: skipped where missing, failed where CI requires them
 
 Nothing in the rest of legalsat imports this package.
 """

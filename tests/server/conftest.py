@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import httpx
 import pytest
 
 from legalsat.testing.live_server import LiveServer
 from legalsat.testing.planner_suite import permuted, suite_request, view
+from legalsat.testing.tools import need, required  # noqa: F401 (the server tests import them from here)
 
 SMALL = {"op": {"kind": "copy",
                 "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
@@ -22,21 +20,6 @@ SLOW = {"op": RANK7_OP, "options": {"node_limit": 400_000, "timeout_ms": 60_000}
 _SHAPE = (3, 5, 7, 2, 3, 5, 7, 64)
 OVERRUN = {"op": {"kind": "copy", "src": view("float32", _SHAPE), "dst": permuted("float32", _SHAPE, tuple(range(8))[::-1])},
            "options": {"node_limit": 400_000, "timeout_ms": 60_000}}
-
-
-def required(tool: str) -> bool:
-    """CI sets LEGALSAT_CI_REQUIRE (comma-separated tools) so that a missing tool fails there
-    instead of skipping."""
-    return tool in os.environ.get("LEGALSAT_CI_REQUIRE", "").split(",")
-
-
-def need(tool: str, path: str | None = None) -> str:
-    exe = path if path and os.path.exists(path) else shutil.which(tool)
-    if exe is None:
-        if required(tool):
-            pytest.fail(f"{tool} is required here (LEGALSAT_CI_REQUIRE) but not installed")
-        pytest.skip(f"{tool} is not installed")
-    return exe
 
 
 @pytest.fixture(scope="session")
