@@ -222,7 +222,11 @@ def view_html(model: dict, shown: list[str], first: list[str], collapse_above: i
     elif large:
         notes.append(f"Over {collapse_above} e-nodes (LEGALSAT_VIEWER_COLLAPSE_ENODES): e-classes start "
                      "collapsed; double-click one to open or close it.")
-    doc = {**model, "shown": shown, "first": first, "collapse_above": collapse_above}
+    # the page carries only what it can draw (the counts above are the whole e-graph's)
+    keep = set(shown)
+    doc = {**model, "eclasses": [c for c in model["eclasses"] if c["id"] in keep],
+           "enodes": [n for n in model["enodes"] if n["eclass"] in keep],
+           "shown": shown, "first": first, "collapse_above": collapse_above}
     island = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).translate(_ISLAND)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>legalsat e-graph {e(model['id'])}</title>

@@ -64,6 +64,9 @@ def test_large_egraphs_collapse_around_the_plans():
     page = view_html(big, keep, keep[:10], 150, "../static")
     assert f"draws at most 20 of its {big['eclass_count']} e-classes" in page
     assert "opens on the chosen plan" in page  # past 150 e-nodes
+    island = _island(page)  # the page carries only what it can draw
+    assert {c["id"] for c in island["eclasses"]} == set(keep) and island["enode_count"] == big["enode_count"]
+    assert {n["eclass"] for n in island["enodes"]} <= set(keep)
 
 
 def _island(page: str) -> dict:

@@ -32,7 +32,7 @@ const chosenClasses = new Set(chosen ? chosen.eclasses : []);
 
 // Past `collapse_above` e-nodes, e-classes start collapsed (one node each), except the chosen plan's.
 const collapsed = new Set();
-if (data.enodes.length > data.collapse_above) {
+if (data.enode_count > data.collapse_above) {
   for (const id of data.shown) if (!chosenClasses.has(id)) collapsed.add(id);
 }
 
