@@ -123,7 +123,7 @@ def run(out_dir: Path) -> None:
                 if same_bits(flat.call(k), reference(flat)):
                     row["copy_same_size_legalsat_ms"] = timed(lambda k=k, flat=flat: flat.call(k))
                 del flat
-        row["candidates"] = candidates(name, resp, inp, ref, time_it, props.major == 9, timed)
+        row["candidates"] = candidates(name, resp, inp, ref, time_it, props.major == 9, spreads)
         del inp
         torch.cuda.empty_cache()
         return row

@@ -6,32 +6,60 @@ from __future__ import annotations
 from collections.abc import Callable
 
 REPEATS = 3
-METHOD = f"median of {REPEATS} do_bench(return_mode='median') runs"
+# items this short (launch-bound: a 517 x 33 transpose's medians spread up to 15% between
+# runs) take more do_bench runs
+SHORT_MS, SHORT_REPEATS = 0.05, 11
+METHOD = (f"median of {REPEATS} do_bench(return_mode='median') runs ({SHORT_REPEATS} for items under "
+          f"{SHORT_MS * 1000:.0f} us); a workload's candidates timed in interleaved rounds")
 
 
 def timed(fn: Callable[[], object], spreads: list[float] | None = None, repeats: int = REPEATS) -> float:
-    """Median of `repeats` do_bench medians, in ms (one do_bench median moved by up to 15%
-    between runs on the H100 for a 60 us kernel); the largest / smallest ratio is appended to
-    `spreads` when given."""
+    """Median of `repeats` do_bench medians (`SHORT_REPEATS` when the first is under
+    `SHORT_MS`), in ms (one do_bench median moved by up to 15% between runs on the H100 for a
+    60 us kernel); the largest / smallest ratio is appended to `spreads` when given."""
+    return timed_together([fn], spreads, repeats)[0]
+
+
+def timed_together(fns: list[Callable[[], object]], spreads: list[float] | None = None,
+                   repeats: int = REPEATS) -> list[float]:
+    """`timed` for several functions at once, in interleaved rounds (one do_bench of each per
+    round), so that drift during the run and the order they come in weigh on all alike: the
+    first of a workload's candidates measured alone ran up to 15% slower than the same
+    kernel measured later (a 517 x 33 transpose on the H100)."""
     from triton.testing import do_bench
 
-    ms = sorted(do_bench(fn, return_mode="median") for _ in range(repeats))
-    if spreads is not None:
-        spreads.append(ms[-1] / ms[0])
-    return ms[len(ms) // 2]
+    if not fns:
+        return []
+    runs: list[list[float]] = [[] for _ in fns]
+    rounds = repeats
+    r = 0
+    while r < rounds:
+        for k, fn in enumerate(fns):
+            runs[k].append(do_bench(fn, return_mode="median"))
+        if r == 0 and min(ms[0] for ms in runs) < SHORT_MS:
+            rounds = max(repeats, SHORT_REPEATS)
+        r += 1
+    out = []
+    for ms in runs:
+        ms.sort()
+        if spreads is not None:
+            spreads.append(ms[-1] / ms[0])
+        out.append(ms[len(ms) // 2])
+    return out
 
 
 def candidates(name: str, response: dict, inp, want, time_it: bool, gluon: bool,
-               time_fn: Callable[[Callable[[], object]], float] = timed) -> list[dict]:
+               spreads: list[float] | None = None) -> list[dict]:
     """Every plan of `response` as a kernel (TMA plans as the tl and, with `gluon`, the Gluon
-    variant): output poisoned, compared bit for bit with `want`, and timed when exact and
-    `time_it`. A kernel that fails is a result, reported with its error."""
+    variant): output poisoned, compared bit for bit with `want`; then the exact ones timed
+    together (`timed_together`) when `time_it`. A kernel that fails is a result, reported
+    with its error."""
     import torch
 
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import poison, same_bits
 
-    out = []
+    out, kernels = [], []
     for i, p in enumerate(response["plans"]):
         for variant in ["tl", "gluon"] if p["strategy"] == "tma" and gluon else ["tl"]:
             cand = {"plan": i, "strategy": p["strategy"], "variant": variant, "term": p["term"],
@@ -42,12 +70,17 @@ def candidates(name: str, response: dict, inp, want, time_it: bool, gluon: bool,
                 got = inp.call(k)
                 torch.cuda.synchronize()
                 cand["exact"] = same_bits(got, want)
-                if time_it and cand["exact"]:
-                    cand["ms"] = time_fn(lambda k=k: inp.call(k, check=False))
+                if cand["exact"]:
+                    kernels.append((cand, k))
             except Exception as e:  # a kernel that fails is a result of the run, reported
                 cand["exact"] = False
                 cand["error"] = f"{type(e).__name__}: {str(e)[:400]}"
             out.append(cand)
-            print(f"  {name:48s} {p['strategy']:18s} {variant:5s} exact={cand['exact']} "
-                  f"{cand.get('ms', float('nan')):.4f} ms {cand.get('error', '')[:200]}", flush=True)
+    if time_it and kernels:
+        times = timed_together([lambda k=k: inp.call(k, check=False) for _, k in kernels], spreads)
+        for (cand, _), ms in zip(kernels, times):
+            cand["ms"] = ms
+    for cand in out:
+        print(f"  {name:48s} {cand['strategy']:18s} {cand['variant']:5s} exact={cand['exact']} "
+              f"{cand.get('ms', float('nan')):.4f} ms {cand.get('error', '')[:200]}", flush=True)
     return out

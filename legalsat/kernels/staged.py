@@ -15,7 +15,10 @@ rows, and `tl.gather` shifts each column by its row's misalignment, so stores ar
 16-byte vectors filling whole sectors. On the H100 this took the 50257 x 4096 bf16 transpose
 from 0.82 (the run recorded at c90f5f8) to 0.93 of the copy bandwidth (benchmarks/RESULTS.md).
 Programs away from the ends run without boundary masks (a mask that is not constant over a
-vector would make the stores scalar again).
+vector would make the stores scalar again). A plan whose stores are one element wide
+(`store_vector_bytes`) gets the plain tile instead: the planner says so for destinations
+that fit L2, where the partly written sectors merge without a DRAM read-back and the skew's
+extra shuffle only adds latency.
 """
 
 from __future__ import annotations
@@ -113,7 +116,10 @@ def emit_staged(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str
     for i, p, raw in pieces:
         if any(t & (t - 1) for t in p.tile):
             raise plan_error(f"pieces[{i}].tile", f"tile {list(p.tile)} has an extent that is not a power of two")
-        kernel = skewed_copy_kernel if skew_shape(p, p.tile) else staged_copy_kernel
+        # the plan's store width decides: 16-byte stores into misaligned rows are the skewed
+        # tile's; stores of one element are the plain tile's (a destination that stays in L2)
+        skewed = skew_shape(p, p.tile) and (raw.store_vector_bytes or raw.vector_bytes) > p.word
+        kernel = skewed_copy_kernel if skewed else staged_copy_kernel
         text, grid = kernel(f"staged_copy_{i}", p, p.tile)
         texts.append(text)
         launches.append(Launch(f"staged_copy_{i}", grid, raw.num_warps, ("src", "dst"), word=p.word))

@@ -67,6 +67,20 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
                 None, built.tile_load)
 
 
+# a plan estimated within this factor of one launch is launch-bound: its bytes take a
+# fraction of the fixed cost, and the estimates' differences are below what the model resolves
+LAUNCH_BOUND = 1.1
+
+
+def plan_rank(p: Plan, launch_us: float) -> tuple:
+    """Plans best first: by estimate; among launch-bound plans (`LAUNCH_BOUND`), those that
+    stage nothing in shared memory first (a program's shared-memory round trip is latency the
+    launch-bound copy waits on: a 517 x 33 bf16 transpose on the H100, direct 4.58 us, staged
+    4.96, benchmarks/RESULTS.md)."""
+    bound = p.cost.estimated_us <= LAUNCH_BOUND * launch_us
+    return (not bound, bound and p.smem is not None, p.cost.estimated_us)
+
+
 def optimize(req: PlanRequest) -> PlanResponse:
     """Plan one validated request (see the module docstring) within its timeout_ms
     (legalsat.planner.budget)."""
@@ -95,7 +109,8 @@ def _optimize(req: PlanRequest) -> PlanResponse:
         except Infeasible as e:
             clock.lap("solve")
             rejected.append(Rejected(cand.strategy, cand.term, e.reasons))
-    plans.sort(key=lambda p: p.cost.estimated_us)  # builders may know better than the e-graph (tile loads)
+    # builders may know better than the e-graph (tile loads)
+    plans.sort(key=lambda p: plan_rank(p, req.target.cost.launch_ns / 1000))
     if req.options.explain:
         plans = list(explain(req, plans))
     offered = {c.strategy for c in cands}

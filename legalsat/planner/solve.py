@@ -121,24 +121,37 @@ class LinearFields:
     vector_bytes: int
 
 
-def solve_linear(p: Region, max_block_bytes: int = 16384) -> LinearFields:
+# Direct copies whose elements are narrower than a 16-byte word make at least one side's
+# accesses scalar; measured on the H100 (tools/edge_sweep.py, a 16384 x 50257 bf16 copy into a
+# padded pitch): 16 bytes per thread wins, 2048 x 8 warps at 1.097 ms (a same-size copy_ 1.093),
+# 8192 x 8 warps at 1.221 ms
+NARROW_BLOCK_BYTES = 4096
+# the smallest block a small piece is split into so that every SM gets programs (a 517 x 33
+# bf16 transpose copied directly: 512-element blocks 3.9-4.8 us, 8192-element 5.8-6.9 us)
+MIN_BLOCK_BYTES = 1024
+
+
+def solve_linear(p: Region, max_block_bytes: int = 16384, min_programs: int = 1) -> LinearFields:
     """Block size of a direct copy piece: the largest power of two of at most
-    `max_block_bytes` that the piece can fill."""
-    cap = min(MAX_LOG, floor_log2(max_block_bytes) - floor_log2(p.eb),
+    `max_block_bytes` (`NARROW_BLOCK_BYTES` for elements narrower than 16 bytes) that the piece
+    can fill, and small enough for `min_programs` programs where a block of `MIN_BLOCK_BYTES`
+    allows. Narrow elements take 16 bytes per thread (warps = block bytes / 512, at most 8)."""
+    narrow = p.eb < 16
+    limit = min(max_block_bytes, NARROW_BLOCK_BYTES) if narrow else max_block_bytes
+    limit = min(limit, max(MIN_BLOCK_BYTES, p.bytes // max(min_programs, 1)))
+    cap = min(MAX_LOG, floor_log2(limit) - floor_log2(p.eb),
               (floor_log2(p.elems - 1) + 1 if p.elems > 1 else 0))
-    if cap >= 0:  # closed form: the largest block both bounds allow
-        block = 1 << cap
-        return LinearFields(block, cdiv(p.elems, block), warps_for(block * p.eb), p.eb)
-    fp = FieldProblem("block size")  # unsat: z3's core names the bound
-    e = fp.log2_var("block_log2", MAX_LOG)
-    lb = floor_log2(p.eb)
-    fp.require("block_bytes", e + lb <= floor_log2(max_block_bytes),
-               f"a block of more than {max_block_bytes} bytes per program")
-    fp.require("block_fits", e <= max(floor_log2(p.elems - 1) + 1, 0) if p.elems > 1 else e == 0,
-               f"a block larger than the {p.elems} elements of the piece")
-    m = fp.solve([e])
-    block = 1 << m[e].as_long()
-    return LinearFields(block, cdiv(p.elems, block), warps_for(block * p.eb), p.eb)
+    if cap < 0:  # unsat: z3's core names the bound
+        fp = FieldProblem("block size")
+        e = fp.log2_var("block_log2", MAX_LOG)
+        lb = floor_log2(p.eb)
+        fp.require("block_bytes", e + lb <= floor_log2(limit), f"a block of more than {limit} bytes per program")
+        fp.require("block_fits", e <= max(floor_log2(p.elems - 1) + 1, 0) if p.elems > 1 else e == 0,
+                   f"a block larger than the {p.elems} elements of the piece")
+        cap = fp.solve([e])[e].as_long()
+    block = 1 << cap  # the largest block both bounds allow
+    warps = max(1, min(8, block * p.eb // 512)) if narrow else warps_for(block * p.eb)
+    return LinearFields(block, cdiv(p.elems, block), warps, p.eb)
 
 
 @dataclass(frozen=True)
@@ -274,8 +287,18 @@ class TileFields:
     num_warps: int
 
 
+# A misaligned destination that stays in L2 (`skew=False`): plain tiles (scalar stores, as
+# Inductor's tiled transposes) of at most 16 KiB, destination runs of up to 512 bytes, split so
+# that every SM gets programs (down to 2 KiB). Measured on the H100 (tools/edge_sweep.py
+# --plain, 1023 x 4097 bf16): 256 x 32 with 4 warps 11.2 us, torch.compile's 32 x 32 11.7 us,
+# the sector-skewed 64 x 128 15.5 us (skewing pays where the destination outgrows L2: 50257 x
+# 4096, benchmarks/RESULTS.md)
+PLAIN_DST_RUN, PLAIN_MIN_TILE, PLAIN_MAX_TILE = 512, 2048, 16384
+
+
 def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run_bytes: int = 256,
-                         small: bool = False, smem_budget: int | None = None) -> TileFields:
+                         small: bool = False, smem_budget: int | None = None, skew: bool = True,
+                         min_programs: int = 1) -> TileFields:
     """Tile extents along dims a (src-contiguous) and b (dst-contiguous): powers of two
     within the extents, at most `max_tile_bytes`, each side at least `min_run_bytes` of
     contiguous data when the extent allows. `small`: the shuffle shape (the small side
@@ -283,8 +306,11 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
 
     Measured on the H100 (tools/staged_sweep.py): runs of 256 bytes on both sides and the
     largest tile win; when destination rows are not 16-byte aligned the emitter skews the
-    tile to 32-byte sectors, and 128-byte destination runs with 256-byte source runs win."""
-    closed = _transpose_tile_closed(p, a, b, max_tile_bytes, min_run_bytes, small, smem_budget)
+    tile to 32-byte sectors, and 128-byte destination runs with 256-byte source runs win;
+    with `skew` False such a tile is plain (see `PLAIN_DST_RUN`), at most the piece's bytes /
+    `min_programs` (and at least `PLAIN_MIN_TILE`)."""
+    closed = _transpose_tile_closed(p, a, b, max_tile_bytes, min_run_bytes, small, smem_budget, skew,
+                                    min_programs)
     if closed is not None:
         return closed
     fp = FieldProblem("transpose tile")  # unsat: z3's core names the constraints
@@ -309,6 +335,12 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
         fp.require("small_side_whole", small_dim == min(cap_a, cap_b),
                    "the small side must be held whole by a warp")
         objective = [ea + eb_]
+    elif unaligned_dst and not skew:
+        fp.require("programs", ea + eb_ + lb <= _plain_budget(p, min_programs),
+                   f"a plain tile larger than {PLAIN_MAX_TILE} bytes or 1/{min_programs} of the piece")
+        fp.require("run_b", eb_ <= min(max(floor_log2(PLAIN_DST_RUN) - lb, 0), cap_b),
+                   f"destination runs beyond {PLAIN_DST_RUN} bytes")
+        objective = [ea + eb_, eb_]
     elif unaligned_dst:  # sector-skewed stores (legalsat.kernels.staged): 128-byte destination
         # runs, 256-byte source runs, measured best on the H100
         fp.require("run_b", eb_ == min(max(floor_log2(128) - lb, 0), cap_b),
@@ -326,8 +358,13 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else transpose_warps(ta * tb * p.eb))
 
 
+def _plain_budget(p: Region, min_programs: int) -> int:
+    """log2 of the most bytes a plain tile of `p` may take for `min_programs` programs."""
+    return floor_log2(min(PLAIN_MAX_TILE, max(PLAIN_MIN_TILE, p.bytes // max(min_programs, 1))))
+
+
 def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_run_bytes: int, small: bool,
-                           smem_budget: int | None) -> TileFields | None:
+                           smem_budget: int | None, skew: bool = True, min_programs: int = 1) -> TileFields | None:
     """`solve_transpose_tile`'s optimum by enumeration of its at most 11 x 11 exponents (the
     same constraints and lexicographic objective as its z3 form, which a property test
     compares it with); None when no exponents satisfy them."""
@@ -348,6 +385,11 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
                 if (ea if na <= nb else eb_) != min(cap_a, cap_b):
                     continue
                 key = (ea + eb_,)
+            elif unaligned_dst and not skew:
+                if (ea + eb_ + lb > _plain_budget(p, min_programs)
+                        or eb_ > min(max(floor_log2(PLAIN_DST_RUN) - lb, 0), cap_b)):
+                    continue
+                key = (ea + eb_, eb_)
             elif unaligned_dst:
                 if eb_ != min(max(floor_log2(128) - lb, 0), cap_b) or ea != min(max(floor_log2(256) - lb, 0), cap_a):
                     continue
@@ -373,20 +415,23 @@ class RowFields:
 
 
 # an index-major program's entries x slab elements. Measured on the H100 (tools/gather_sweep.py,
-# 1,000 of 4,096 fp32 columns x 2,048 rows): 8 KiB per program (1,000 entries x 2 rows, 1,024
-# programs) 27.0 us; 16 KiB (x 4 rows, 512 programs) 33.1 us; fewer entries per program, slower
+# 1,000 of 4,096 fp32 columns x 2,048 rows): 4 KiB per program (1,024 entries x 1 row, 2,048
+# programs) 24.9 us with 2 warps, 25.6 with 4 or 8 (torch.compile: 24.7); 8 KiB (x 2 rows)
+# 27.6 us; 16 KiB (x 4 rows) 32.5 us (a program's rows' sectors no longer stay in L1 between
+# the entries that share them); 512 entries x 1 row 32.7 us
 INDEX_MAJOR_ENTRIES = 1024
-INDEX_MAJOR_BLOCK_BYTES = 8192
+INDEX_MAJOR_BLOCK_BYTES = 4096
+INDEX_MAJOR_WARPS = 2
 
 
 def solve_index_major(count: int, element_bytes: int, slab_elems: int) -> RowFields:
     """A gather along an inner axis (its entries are the output's contiguous dim): each program
     takes up to INDEX_MAJOR_ENTRIES entries (a power of two covering them where fewer) and as
     many slab elements as fill INDEX_MAJOR_BLOCK_BYTES, so there are programs for every SM
-    however few the entries; 8 warps."""
+    however few the entries; INDEX_MAJOR_WARPS warps."""
     rows = min(INDEX_MAJOR_ENTRIES, pow2_at_least(count))
     step = min(pow2_at_least(max(slab_elems, 1)), pow2_at_most(max(INDEX_MAJOR_BLOCK_BYTES // (rows * element_bytes), 1)))
-    return RowFields(rows, 8, element_bytes, step)
+    return RowFields(rows, INDEX_MAJOR_WARPS, element_bytes, step)
 
 
 def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = 32768) -> RowFields:

@@ -103,3 +103,7 @@ class Target:
     smem_per_block_bytes: int
     cost: CostFacts = CostFacts(source="analytic")
     sm_count: int = 132  # streaming multiprocessors (the persistent kernels' width)
+    # L2 bytes: a destination that fits stays resident while neighbouring programs write the
+    # rest of its partly written 32-byte sectors, so misaligned rows cost no DRAM read-back
+    # (the H100's 50 MiB, as torch.cuda.get_device_properties reports it)
+    l2_bytes: int = 50 << 20

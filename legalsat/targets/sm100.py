@@ -19,6 +19,7 @@ SM100 = Target(
     banks=BankFacts(banks=32, bank_bytes=4, lanes=32),
     smem_per_block_bytes=232448,
     sm_count=148,
+    l2_bytes=126 << 20,  # B200, both dies' partitions
     # analytic: HBM3e copy assumed ~6.5 TB/s until measured
     cost=CostFacts(source="analytic", copy_bandwidth_gbps=6500),
 )

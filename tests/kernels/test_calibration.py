@@ -56,5 +56,22 @@ def test_planners_first_plan_is_within_5_percent(name):
     first = optimize(Workload(**PLANS[name]["workload"]).request())["plans"][0]
     measured = auto[first["strategy"]]
     assert first["term"] == measured["term"], "the planner's plan changed since the GPU run: rerun it"
-    regret = measured["ms"] / min(c["ms"] for c in auto.values())
-    assert regret <= 1.05, f"{name}: {first['strategy']} is {regret:.3f}x the fastest candidate"
+    best = min(c["ms"] for c in auto.values())
+    regret = measured["ms"] / best
+    # a launch-bound workload (its fastest kernel within twice the fixed cost every timed
+    # kernel pays, the copy curve's intercept) is ranked by the planner's launch-bound rule,
+    # not by the estimates; its candidates' times moved by up to 26% between runs on the H100
+    # (a 517 x 33 transpose: direct 4.2-5.3 us, staged 4.4-5.3 us over five runs), each
+    # order seen
+    tolerance = 1.30 if best * 1e3 < 2 * _fixed_us() else 1.05
+    assert regret <= tolerance, f"{name}: {first['strategy']} is {regret:.3f}x the fastest candidate"
+
+
+def _fixed_us() -> float:
+    """The intercept of a least-squares line through the run's copy curve (bytes, ms): the
+    time every kernel timed that way pays (L2 flush, launch, ramp, tail)."""
+    pts = [(b, ms * 1e3) for b, ms in RESULTS["copy_curve"]]
+    n = len(pts)
+    mx, my = sum(b for b, _ in pts) / n, sum(t for _, t in pts) / n
+    slope = sum((b - mx) * (t - my) for b, t in pts) / sum((b - mx) ** 2 for b, _ in pts)
+    return my - slope * mx

@@ -17,7 +17,7 @@ from legalsat.diagnostics import InputError
 from legalsat.kernels import emit, select_plan
 from legalsat.kernels.words import WordDim, WordPiece, word_piece
 from legalsat.schemas.plan import PieceOut
-from tests.kernels.client import require_client
+from tests.kernels.client import require_client, skewed_response
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "kernels"
@@ -48,6 +48,28 @@ def test_golden_source(case, strategy, variant):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(src)
     assert src == path.read_text()
+
+
+def test_stores_of_sixteen_bytes_into_misaligned_rows_are_sector_skewed():
+    """The plan's store width picks the kernel: a plain tile for one-element stores (the
+    planner's choice for a destination that fits L2), the skewed one for 16-byte stores."""
+    case = "transpose 601×96 bf16 (unaligned rows)"
+    plain = emit(_plan(case, "staged_smem")).source
+    skewed = emit(skewed_response(CASES[case]["response"])["plans"][0]).source
+    assert "tl.gather" not in plain and _plan(case, "staged_smem")["pieces"][0]["store_vector_bytes"] == 2
+    assert skewed == (GOLDEN / f"{_slug(case, 'staged_smem', 'tl')}_skewed.py").read_text()
+
+
+def test_a_contiguous_side_is_indexed_by_the_traversal_index():
+    """A copy into a padded pitch: the contiguous source is read at `i` itself (whole-block
+    runs, 16-byte vectors), the padded destination at `i0 * pitch + i1`."""
+    from legalsat.api import optimize
+
+    flat = {"dtype": "bfloat16", "shape": [64, 1001], "strides": [1001, 1]}
+    padded = {"dtype": "bfloat16", "shape": [64, 1001], "strides": [1008, 1]}
+    resp = optimize({"request_id": "padded", "target": "sm90", "op": {"kind": "copy", "src": flat, "dst": padded}})
+    src = emit(resp["plans"][0]).source
+    assert "    so = i\n" in src and "    do = i0 * 1008 + i1\n" in src
 
 
 def test_gluon_honours_the_plans_protocol():
@@ -84,8 +106,10 @@ def test_response_without_plans_and_bad_index():
 
 def test_emit_command(tmp_path):
     resp = tmp_path / "resp.json"
-    resp.write_text(json.dumps(CASES["transpose 40×72 bf16"]["response"]))
-    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "emit", str(resp), "--plan", "1",
+    response = CASES["transpose 40×72 bf16"]["response"]
+    resp.write_text(json.dumps(response))
+    tma = next(i for i, p in enumerate(response["plans"]) if p["strategy"] == "tma")
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "emit", str(resp), "--plan", str(tma),
                         "--variant", "gluon"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "@gluon.jit" in r.stdout and "# launch tma_gluon_0[persistent" in r.stderr
@@ -207,3 +231,18 @@ def test_inner_axis_gather_runs_along_its_entries():
     assert "def gather_columns_0(" in src and "k[None, :] * 1 + sd[:, None]" in src
     rows = optimize(gather("rows", view("float32", (2048, 4096)), 0, 1000))["plans"][0]
     assert len(rows["pieces"][0]["tile"]) == 1 and "def gather_rows_0(" in emit(rows).source
+
+
+def test_gathers_index_in_int32_where_every_offset_fits():
+    """A gather whose source and output fit int32 offsets forms them in int32 (fewer address
+    instructions per element); one whose source does not keeps int64. Either way the bounds
+    check runs on the index as loaded, before it is narrowed."""
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import gather, view
+
+    small = emit(optimize(gather("cols", view("float32", (2048, 4096)), 1, 1000))["plans"][0]).source
+    assert "tl.int64" not in small and "ok = (iv >= 0) & (iv < 4096)" in small and "idx = iv.to(tl.int32)" in small
+    # loads masked by each entry's check; stores by the tile's bounds only (16-byte vectors)
+    assert "mask=ok[None, :], other=0)" in small and "x, mask=(k < 1000)[None, :])" in small
+    huge = emit(optimize(gather("rows", view("bfloat16", (2000000, 8192)), 0, 1000))["plans"][0]).source
+    assert "pid = tl.program_id(0).to(tl.int64)" in huge and "idx = iv.to(tl.int64)" in huge

@@ -47,11 +47,12 @@ def test_tma_box_closed_form_is_z3s_optimum(eb, extents, smem, store_buffers, ca
 @settings(max_examples=150, deadline=None)
 @given(eb=st.sampled_from([1, 2, 4, 8, 16]), na=EXTENTS, nb=EXTENTS, pitch=st.integers(1, 70000),
        tile=st.sampled_from([2048, 32768, 65536]), run=st.sampled_from([128, 256]), small=st.booleans(),
-       budget=st.sampled_from([None, 1024, 8192, 232448]))
-def test_transpose_tile_closed_form_is_z3s_optimum(eb, na, nb, pitch, tile, run, small, budget):
+       budget=st.sampled_from([None, 1024, 8192, 232448]), skew=st.booleans(),
+       programs=st.sampled_from([1, 264, 100000]))
+def test_transpose_tile_closed_form_is_z3s_optimum(eb, na, nb, pitch, tile, run, small, budget, skew, programs):
     r = Region(eb, 16, 16, ((na, 1, pitch), (nb, na, 1)))
     fast, ref = _both("_transpose_tile_closed", solve.solve_transpose_tile, r, 0, 1, tile,
-                      min_run_bytes=run, small=small, smem_budget=budget)
+                      min_run_bytes=run, small=small, smem_budget=budget, skew=skew, min_programs=programs)
     assert fast == ref
 
 
@@ -63,3 +64,40 @@ def test_rows_and_linear_closed_forms(slab, count):
     assert rows.rows == 4096 or 2 * rows.rows * slab > max(32768, slab) or rows.rows >= count
     lin = solve.solve_linear(Region(2, 16, 16, ((count, 1, 1),)))
     assert lin.block * 2 <= 16384 and lin.grid * lin.block >= count
+
+
+def test_linear_blocks_hold_16_bytes_per_thread_for_narrow_elements():
+    """2-byte elements (scalar accesses on one side): 4 KiB blocks of 8 warps, 16 bytes a
+    thread (the padded-pitch copy measured on the H100); 16-byte words keep 16 KiB blocks."""
+    narrow = solve.solve_linear(Region(2, 2, 16, ((16384, 50257, 50264), (50257, 1, 1))), min_programs=264)
+    assert (narrow.block, narrow.num_warps) == (2048, 8)
+    wide = solve.solve_linear(Region(16, 16, 16, ((1 << 24, 1, 1),)), min_programs=264)
+    assert (wide.block, wide.num_warps) == (1024, 8)
+
+
+def test_small_pieces_are_split_so_every_sm_gets_programs():
+    """A 517 x 33 bf16 piece (34 KiB) is cut into 1 KiB blocks (34 programs), not 4 KiB (9)."""
+    f = solve.solve_linear(Region(2, 2, 2, ((517, 33, 1), (33, 1, 517))), min_programs=264)
+    assert f.block * 2 == solve.MIN_BLOCK_BYTES and f.grid == 34
+
+
+def test_plain_tile_of_a_misaligned_destination_that_fits_l2():
+    """1023 x 4097 bf16 (destination pitch 2046 bytes): unskewed, 512-byte destination runs,
+    16 KiB, 4 warps (the best measured on the H100); skewed: 128 / 256-byte runs."""
+    r = Region(2, 2, 2, ((1023, 4097, 1), (4097, 1, 1023)))
+    plain = solve.solve_transpose_tile(r, 1, 0, 32768, skew=False, min_programs=264)
+    assert (plain.tile_a, plain.tile_b, plain.num_warps) == (32, 256, 4)
+    skewed = solve.solve_transpose_tile(r, 1, 0, 32768)
+    assert (skewed.tile_a, skewed.tile_b) == (128, 64)
+    tiny = solve.solve_transpose_tile(Region(2, 2, 2, ((517, 33, 1), (33, 1, 517))), 1, 0, 32768, skew=False,
+                                      min_programs=264)
+    assert tiny.tile_a * tiny.tile_b * 2 == solve.PLAIN_MIN_TILE
+
+
+def test_index_major_gather_takes_one_row_of_entries_per_program():
+    """1,000 of 4,096 fp32 columns x 2,048 rows: 1,024 entries x 1 row, 2 warps (the fastest
+    measured on the H100; two rows a program ran 11% slower)."""
+    f = solve.solve_index_major(1000, 4, 2048)
+    assert (f.rows, f.slab_step, f.num_warps) == (1024, 1, 2)
+    few = solve.solve_index_major(10, 4, 2048)  # few entries: more rows a program, same bytes
+    assert few.rows == 16 and few.rows * few.slab_step * 4 == solve.INDEX_MAJOR_BLOCK_BYTES

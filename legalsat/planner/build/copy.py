@@ -23,6 +23,10 @@ from legalsat.terms.strategy import Strategy
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
 
 
+# programs per SM a small piece is split into (its blocks or tiles shrink, down to a floor)
+PROGRAMS_PER_SM = 2
+
+
 def _piece(r: Region, strategy: Strategy, tile: tuple[int, ...], grid: int, num_warps: int,
            vector_bytes: int, **more) -> Piece:
     return Piece(r.src_offset, r.dst_offset, r.eb, region_dims(r), strategy, tile, (grid,), num_warps,
@@ -33,8 +37,8 @@ def _straight_dim(r: Region) -> int | None:
     return next((k for k, (n, s, d) in enumerate(r.dims) if n > 1 and s == 1 and d == 1), None)
 
 
-def direct_piece(r: Region) -> tuple[Piece, Walk]:
-    f = solve_linear(r)
+def direct_piece(r: Region, target: Target) -> tuple[Piece, Walk]:
+    f = solve_linear(r, min_programs=PROGRAMS_PER_SM * target.sm_count)
     return _piece(r, Strategy.DIRECT, (f.block,), f.grid, f.num_warps, f.vector_bytes), Walk(r, linear=f.block)
 
 
@@ -107,8 +111,13 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
                                                "most 8 bytes")])
     # a 1-byte tile with 256-byte runs on both sides takes 64 KiB: measured on the H100 (uint8
     # 8192^2, tools/staged_sweep.py) 256 x 256 runs at 2647 GB/s, 256 x 128 (32 KiB) at 2607
+    # a misaligned destination that fits L2 is written plainly (its partly written sectors
+    # merge there); a larger one is sector-skewed (legalsat.kernels.staged)
+    skew = r.bytes > target.l2_bytes
     f = solve_transpose_tile(r, a, b, 2048 if small else 65536 if r.eb == 1 else 32768, small=small,
-                             smem_budget=None if small else smem_budget)
+                             smem_budget=None if small else smem_budget, skew=skew,
+                             min_programs=PROGRAMS_PER_SM * target.sm_count)
+    plain_stores = not small and not skew and (r.dims[a][2] * r.eb) % 16 != 0
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
     smem = None
@@ -126,7 +135,8 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
                                                   f"memory (its row padding included); the budget is {smem_budget}",
                                                   "raise options.smem_bytes, or use the plan's direct candidate")])
     return (_piece(r, strategy, tiles, grid, f.num_warps, min(16, f.tile_a * r.eb),
-                   store_vector_bytes=min(16, f.tile_b * r.eb), smem=smem), Walk(r, tiles=tiles))
+                   store_vector_bytes=r.eb if plain_stores else min(16, f.tile_b * r.eb), smem=smem),
+            Walk(r, tiles=tiles))
 
 
 def build_copy(form: Formulation, smem: int, target: Target) -> tuple[list[Piece], list[Walk]]:
@@ -135,7 +145,7 @@ def build_copy(form: Formulation, smem: int, target: Target) -> tuple[list[Piece
     for i, r in enumerate(form.regions):
         try:
             if form.strategy is Strategy.DIRECT:
-                piece, walk = direct_piece(r)
+                piece, walk = direct_piece(r, target)
             elif form.strategy is Strategy.TMA:
                 piece, walk = tma_piece(r, smem, target)
             else:
@@ -143,7 +153,7 @@ def build_copy(form: Formulation, smem: int, target: Target) -> tuple[list[Piece
         except Infeasible:
             if i == 0:
                 raise
-            piece, walk = direct_piece(r)
+            piece, walk = direct_piece(r, target)
         pieces.append(piece)
         walks.append(walk)
     return pieces, walks

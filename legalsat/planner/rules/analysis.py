@@ -58,7 +58,15 @@ ANALYSIS = """
 
 ; a transposing form: one dim contiguous in src only, another contiguous in dst only
 (rule ((= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (> n1 1) (> n2 1) (!= d1 1) (!= s2 1))
-      ((Transp m) (set (Small m) (* eb (min n1 n2)))) :ruleset analysis :name "transposing")
+      ((Transp m) (set (Small m) (* eb (min n1 n2))) (set (Run m) (* eb (min n1 n2)))) :ruleset analysis
+      :name "transposing")
+; a short side that is dense (the other dim's stride on that side is its extent: NCHW -> NHWC
+; with 3 channels) is no short run for a tile holding it whole: the tile's rows continue each
+; other there, so its stores (or loads) fill whole sectors
+(rule ((= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (Transp m) (= d1 n2))
+      ((set (Run m) (* eb n1))) :ruleset analysis :name "transposing-dense-dst")
+(rule ((= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) (Transp m) (= s2 n1))
+      ((set (Run m) (* eb n2))) :ruleset analysis :name "transposing-dense-src")
 
 ; (TmaUnit): the target has a tensor memory accelerator (seeded per target)
 ; a tile load may be TMA-legal: contiguous inner dim whose tile extent is whole 16-byte units,

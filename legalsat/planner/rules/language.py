@@ -45,6 +45,7 @@ LANGUAGE = """
 (function Bytes (Mov) i64 :merge (min old new))
 (function Width (Mov) i64 :merge (max old new))      ; access bytes of a non-transposing form
 (function Small (Mov) i64 :merge (max old new))      ; bytes of the smaller contiguous side
+(function Run (Mov) i64 :merge (max old new))        ; bytes of the shorter run a staged tile moves
 (relation Transp (Mov))                              ; src and dst contiguous along different dims
 (relation TmaOk (Mov))                               ; a form whose descriptors may be legal
 (relation TmaUnit ())                                ; the target has a tensor memory accelerator

@@ -37,10 +37,10 @@ STRATEGIES = """
       ((union (Cand {tma} m) (Tma m)) (Has {tma} m)
        (set (cost_table_Tma m) (+ {launch_ps} (/ (* (/ (* b k) 1000) 2000000) (* {bandwidth} e))))) :ruleset strategy
       :name "tma-transpose")
-; staged: a shared tile turns a transposing copy into contiguous loads and stores; small
-; contiguous sides (< 32 bytes) waste sectors
+; staged: a shared tile turns a transposing copy into contiguous loads and stores; short
+; runs (< 32 bytes; a dense short side is none, see `Run`) waste sectors
 (rule ((= p (Lower m)) (Transp m) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (Eff {eff_staged}))
-       (= k (StagedWays eb)) (= z (Small m)))
+       (= k (StagedWays eb)) (= z (Run m)))
       ((union (Cand {staged_smem} m) (Staged m)) (Has {staged_smem} m)
        (set (cost_table_Staged m)
             (+ {launch_ps} (/ (* (/ (* b k) 1000) 2000000) (* {bandwidth} (/ (* e (min z 32)) 32)))))) :ruleset strategy

@@ -51,11 +51,12 @@ def inspect_group_scatter(group, index, offsets, block_before, block_below, orde
 
 @triton.jit
 def execute_rows_0(src, index, out):
-    pid = tl.program_id(0).to(tl.int64)
+    pid = tl.program_id(0)
     k = pid * 64 + tl.arange(0, 64)
-    idx = tl.load(index + k, mask=k < 600, other=0).to(tl.int64)
+    iv = tl.load(index + k, mask=k < 600, other=0)
+    ok = (iv >= 0) & (iv < 300) & (k < 600)
+    idx = iv.to(tl.int32)
     j = k
-    ok = (idx >= 0) & (idx < 300) & (k < 600)
     e = tl.arange(0, 64)
     ss = e
     sd = e

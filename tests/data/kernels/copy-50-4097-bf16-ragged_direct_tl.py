@@ -5,11 +5,11 @@ import triton.language as tl
 @triton.jit
 def direct_copy_0(src, dst):
     pid = tl.program_id(0)
-    i = pid * 2048 + tl.arange(0, 2048)
+    i = pid * 128 + tl.arange(0, 128)
     i0 = i
-    so = i0
-    do = i0
-    if pid < 25:
+    so = i
+    do = i
+    if pid < 400:
         x = tl.load(src + so)
         tl.store(dst + do, x)
     else:
@@ -22,7 +22,7 @@ def direct_copy_0(src, dst):
 def direct_copy_1(src, dst):
     pid = tl.program_id(0)
     i = pid * 1 + tl.arange(0, 1)
-    so = 102424
-    do = 102424
+    so = 102424 + i
+    do = 102424 + i
     x = tl.load(src + so)
     tl.store(dst + do, x)

@@ -35,11 +35,12 @@ def inspect_scatter(index, start, sorted_index, sorted_pos):
 
 @triton.jit
 def execute_rows_0(src, index, sorted_pos, out):
-    pid = tl.program_id(0).to(tl.int64)
+    pid = tl.program_id(0)
     k = pid * 1 + tl.arange(0, 1)
-    idx = tl.load(index + k).to(tl.int64)
-    j = tl.load(sorted_pos + k).to(tl.int64)
-    ok = (idx >= 0) & (idx < 64)
+    iv = tl.load(index + k)
+    ok = (iv >= 0) & (iv < 64)
+    idx = iv.to(tl.int32)
+    j = tl.load(sorted_pos + k).to(tl.int32)
     e = tl.arange(0, 4096)
     ss = e
     sd = e

@@ -1,0 +1,122 @@
+"""Block, tile and warp choices for the copies that sit furthest from the copy limit (odd and
+small transposes, a padded pitch, 3-channel NCHW->NHWC), measured on the GPU next to
+`torch.compile` of the same op (whose generated Triton source is written too).
+
+    python -m tools.edge_sweep [--plain] [NAME ...]   # on the GPU machine; writes $OUT/edge_sweep*.json
+
+`--plain`: staged tiles whose destination rows are misaligned are emitted unskewed (whole-tile
+loads and scalar stores, as Inductor's tiled transposes do) instead of sector-skewed.
+
+Each variant is the planner's plan with one piece's `tile` / `num_warps` replaced, re-emitted,
+checked bit-exact against PyTorch and timed (median of do_bench medians, benchmarks.measure).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import sys
+from pathlib import Path
+
+WORKLOADS = ("padded pitch 16384", "1023×4097", "517×33 bf16", "64×3×224×224")
+
+
+def variants(plan: dict) -> list[tuple[list[int], int]]:
+    """(tile, num_warps) to try for `plan`'s first piece."""
+    piece = plan["pieces"][0]
+    eb, dims = piece["element_bytes"], piece["dims"]
+    elems = 1
+    for d in dims:
+        elems *= d["extent"]
+    out = []
+    if plan["strategy"] == "direct":
+        for block in (512, 1024, 2048, 4096, 8192, 16384):
+            if block * eb <= 32768 and block <= 4 * elems:
+                out += [([block], w) for w in (2, 4, 8, 16) if block // (32 * w) >= 1]
+    elif plan["strategy"] in ("staged_smem", "shuffle"):
+        base = piece["tile"]
+        tiled = [k for k, t in enumerate(base) if t > 1]
+        if len(tiled) != 2:
+            return [(base, piece["num_warps"])]
+        ka, kb = tiled
+        cap = [1 << max(d["extent"] - 1, 1).bit_length() for d in dims]
+        small = min(base[ka], base[kb]) < 8  # the shuffle's small side, held whole: keep it
+        for ta in (8, 16, 32, 64, 128, 256, 512, 1024, 2048):
+            for tb in (4, 8, 16, 32, 64, 128, 256):
+                if small and (base[ka] if base[ka] < 8 else base[kb]) != (ta if base[ka] < 8 else tb):
+                    continue
+                if not 512 <= ta * tb * eb <= 65536 or ta > cap[ka] or tb > cap[kb]:
+                    continue
+                if not small and max(ta, tb) > 256:
+                    continue
+                t = list(base)
+                t[ka], t[kb] = ta, tb
+                out += [(t, w) for w in (2, 4, 8) if ta * tb // (32 * w) >= 4]
+    return out
+
+
+def main() -> None:
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    from benchmarks.measure import timed
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import poison, same_bits, torch_op
+    from tools.sweep import workloads
+
+    out = Path(os.environ.get("OUT", "."))
+    argv = sys.argv[1:]
+    plain = "--plain" in argv
+    names = [a for a in argv if a != "--plain"] or list(WORKLOADS)
+    if plain:
+        import legalsat.kernels.staged as staged
+
+        staged.skew_shape = lambda p, tile: None
+    rows, summary = [], []
+    for name, _, inp, want in workloads(lambda r: r, names):
+        resp = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json")
+                          .read_text())[name]["response"]
+        fn, op_args, _ = torch_op(inp)
+        compiled = torch.compile(fn, dynamic=False)
+        _, code = run_and_get_code(compiled, *op_args)
+        (out / f"inductor_{'plain_' if plain else ''}{len(summary)}.py").write_text(f"# {name}\n" + "\n".join(code))
+        tc = timed(lambda c=compiled, a=op_args: c(*a))
+        a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        cp = timed(lambda a=a, b=b: b.copy_(a))
+        del a, b
+        best = None
+        for i, plan in enumerate(resp["plans"]):
+            for tile, warps in variants(plan):
+                r = copy.deepcopy(resp)
+                r["plans"] = [r["plans"][i]]
+                r["plans"][0]["pieces"][0]["tile"], r["plans"][0]["pieces"][0]["num_warps"] = tile, warps
+                row = {"workload": name, "strategy": plan["strategy"], "tile": tile, "warps": warps,
+                       "planned": tile == plan["pieces"][0]["tile"] and warps == plan["pieces"][0]["num_warps"]}
+                try:
+                    k = build_kernel(r, variant="tl")
+                    poison(inp)
+                    row["exact"] = same_bits(inp.call(k), want)
+                    if row["exact"]:
+                        row["ms"] = timed(lambda k=k, inp=inp: inp.call(k, check=False))
+                except Exception as e:  # reported, not fatal
+                    row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+                rows.append(row)
+                ms = row.get("ms")
+                print(f"{name[:36]:36s} {plan['strategy']:12s} {str(tile):18s} w{warps:<2d} "
+                      f"{row.get('exact')} {ms or 0:.4f} ms {'planned' if row['planned'] else ''}"
+                      f" {row.get('error', '')[:100]}", flush=True)
+                if ms and (best is None or ms < best["ms"]):
+                    best = row
+        planned = [r["ms"] for r in rows if r["workload"] == name and r["planned"] and r.get("ms")]
+        summary.append((name, cp, tc, min(planned) if planned else None, best))
+    (out / f"edge_sweep{'_plain' if plain else ''}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"\n{'workload':40s} {'copy ms':>9s} {'compile':>9s} {'planned':>9s} {'best':>9s}  best variant")
+    for name, cp, tc, pl, best in summary:
+        print(f"{name[:40]:40s} {cp:9.4f} {tc:9.4f} {pl or 0:9.4f} {best['ms'] if best else 0:9.4f}  "
+              f"{best and (best['strategy'], best['tile'], best['warps'])}")
+
+
+if __name__ == "__main__":
+    main()
