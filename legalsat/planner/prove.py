@@ -24,7 +24,7 @@ import islpy as isl
 
 from legalsat.planner.formulation import Region
 from legalsat.planner.plan import Proof
-from legalsat.terms.movement import contiguous_strides
+from legalsat.terms.movement import coalesced, contiguous_strides
 from legalsat.terms.smem import StageLayout
 
 
@@ -153,23 +153,6 @@ def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit:
         injective &= isl.Map(f"{{ [{', '.join(vars_)}] -> [{dst_x}] : {walk_only} }}").is_injective()
         total += w.piece.elems * (w.piece.eb // unit)
     return equal, injective, total
-
-
-def coalesced(shape, *strides) -> tuple[list[int], ...]:
-    """The same (offset, ...) set of a strided index space with unit dims dropped and each
-    pair of neighbouring dims merged where the outer one continues the inner on every side
-    (stride_outer == stride_inner * extent_inner): a bijection of index spaces that keeps
-    every offset, so a proof about the coalesced form is a proof about the request, with
-    fewer floors for isl to reason about."""
-    dims = [(n, *(st[k] for st in strides)) for k, n in enumerate(shape) if n != 1] or [(1,) + (0,) * len(strides)]
-    out = [dims[0]]
-    for n, *st in dims[1:]:
-        m, *prev = out[-1]
-        if all(p == s * n for p, s in zip(prev, st)):
-            out[-1] = (m * n, *st)
-        else:
-            out.append((n, *st))
-    return tuple([d[i] for d in out] for i in range(len(strides) + 1))
 
 
 def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -> Proof:

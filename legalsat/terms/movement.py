@@ -241,6 +241,23 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def coalesced(shape, *strides) -> tuple[list[int], ...]:
+    """The same (offset, ...) set of a strided index space with unit dims dropped and each
+    pair of neighbouring dims merged where the outer one continues the inner on every side
+    (stride_outer == stride_inner * extent_inner): a bijection of index spaces that keeps
+    every offset, so a proof or a plan about the coalesced form is one about the request,
+    with fewer dims to reason about."""
+    dims = [(n, *(st[k] for st in strides)) for k, n in enumerate(shape) if n != 1] or [(1,) + (0,) * len(strides)]
+    out = [dims[0]]
+    for n, *st in dims[1:]:
+        m, *prev = out[-1]
+        if all(p == s * n for p, s in zip(prev, st)):
+            out[-1] = (m * n, *st)
+        else:
+            out.append((n, *st))
+    return tuple([d[i] for d in out] for i in range(len(strides) + 1))
+
+
 def moved_elements(m: Movement) -> int:
     """Elements a movement writes: the whole destination of a copy, the gathered rows of a
     gather, every tile of a tile load (overhanging edge tiles included)."""

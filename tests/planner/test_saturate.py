@@ -12,7 +12,12 @@ from legalsat.testing.planner_suite import suite_request
 
 SMALL = {"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
                 "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
-RANK7 = suite_request("rank7-contiguous-fp32")
+# a rank-7 copy whose src pitches are padded at every dim: no two dims coalesce, so the layout
+# rules explore the orders of seven dims (a request starts coalesced, see root_term)
+_SHAPE = [2, 2, 3, 4, 5, 8, 64]
+RANK7 = {"op": {"kind": "copy",
+                "src": {"dtype": "float32", "shape": _SHAPE, "strides": [210600, 70200, 17550, 3510, 585, 65, 1]},
+                "dst": {"dtype": "float32", "shape": _SHAPE, "strides": [61440, 30720, 10240, 2560, 512, 64, 1]}}}
 
 
 def run(request: dict, limits: Limits):
@@ -31,10 +36,18 @@ def test_node_limit_rolls_the_iteration_back():
     limit = 200
     r = run(RANK7, Limits(node_limit=limit))
     assert r.stop_reason is StopReason.NODE_LIMIT
+    assert run(RANK7, Limits()).enodes > 2 * limit
     assert r.iterations < unbounded.iterations or unbounded.stop_reason is not StopReason.SATURATED
     # the rolled-back iteration left nothing: the rounds kept add at most the limit
     kept = sum(s.nodes_added for s in r.steps if s.iteration > 0)
     assert 0 < kept <= limit and r.steps[-1].iteration == 0
+
+
+def test_a_contiguous_rank7_copy_starts_coalesced():
+    """The suite's rank-7 contiguous copy is one dim before saturation starts: it saturates in
+    a few rounds instead of reaching the node limit over the orders of its seven dims."""
+    r = run(suite_request("rank7-contiguous-fp32"), Limits())
+    assert r.stop_reason is StopReason.SATURATED and r.enodes < 100
 
 
 def test_time_limit():

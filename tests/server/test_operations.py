@@ -14,7 +14,7 @@ import httpx
 
 from legalsat.testing.live_server import LiveServer
 
-from .conftest import OVERRUN, SLOW, SMALL
+from .conftest import SLOW, SMALL
 from .test_api import error
 
 
@@ -38,7 +38,7 @@ def test_deadline_is_504_the_worker_is_replaced_and_the_service_keeps_serving():
             httpx.Client(base_url=srv.url, timeout=60) as c:
         pids = srv.descendants()
         t = time.perf_counter()
-        e = error(c.post("/v1/optimize", json={**OVERRUN, "options": {"node_limit": 400_000}}), 504,
+        e = error(c.post("/v1/optimize", json={**SLOW, "options": {"node_limit": 400_000}}), 504,
                   "deadline_exceeded")
         assert time.perf_counter() - t < 5 and "150 ms" in e["message"]
         ready = _wait_ready(c)

@@ -15,7 +15,15 @@ from legalsat.planner.rules.layout import LAYOUT, PADDING
 from legalsat.planner.rules.strategies import STRATEGIES
 from legalsat.targets import CostFact, Target
 from legalsat.terms.integers import lowbit
-from legalsat.terms.movement import Copy, Distribution, Gather, LoadTile, Movement, contiguous_strides
+from legalsat.terms.movement import (
+    Copy,
+    Distribution,
+    Gather,
+    LoadTile,
+    Movement,
+    coalesced,
+    contiguous_strides,
+)
 from legalsat.terms.strategy import Strategy
 
 # The rulesets in the order one saturation round runs them (analysis saturates first so the
@@ -57,10 +65,13 @@ def dims_term(triples) -> str:
 
 
 def root_term(m: Movement) -> str:
-    """The egglog term of a request (dims in request order, outermost first)."""
+    """The egglog term of a request (dims in request order, outermost first). A copy starts
+    coalesced (unit dims dropped, dims that continue each other on both sides merged: the
+    same element map, see `coalesced`): the layout rules would reach that form anyway, but
+    from a rank-n start only after exploring up to n! orders of dims that were never apart."""
     eb = m.src.esize
     if isinstance(m, Copy):
-        dims = zip(m.src.shape, m.src.strides, m.dst.strides)
+        dims = zip(*coalesced(m.src.shape, m.src.strides, m.dst.strides))
         return f"(Copy {eb} {m.src.base_align} {m.dst.base_align} {dims_term(dims)})"
     if isinstance(m, Gather):
         out_strides = contiguous_strides(m.out_shape)

@@ -1,0 +1,110 @@
+"""Cache hints on the emitted kernels of the copies and gathers nearest the copy limit: each
+plan's kernel as emitted, and with streaming hints on its global loads (`evict_first`, or
+`.cg`: not kept in L1) and stores (`.cs`: evict first), measured in interleaved rounds next
+to `torch.compile` of the same op and a same-size copy.
+
+    python -m tools.hint_sweep [NAME ...]   # on the GPU machine; writes $OUT/hint_sweep.json
+
+Every variant is checked bit-exact against PyTorch before it is timed. A hint only changes
+how the caches treat a line the kernel reads or writes once, never what it moves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from pathlib import Path
+
+WORKLOADS = ("transpose 50257×4096", "transpose 8192² bf16", "BSHD→BHSD", "AoS→SoA 16M", "column slice",
+             "transpose 32768×8192 fp8", "gather 64 B rows", "gather 128 B rows random", "paged KV 16",
+             "embedding 8 KiB")
+LOAD_HINTS = {"": "", "evict_first": 'eviction_policy="evict_first"', "cg": 'cache_modifier=".cg"'}
+STORE_HINTS = {"": "", "cs": 'cache_modifier=".cs"'}
+
+
+def hinted(source: str, load: str, store: str) -> str:
+    """`source` with `load` added to every tl.load of the moved data (from `src`) and `store`
+    to every tl.store of it (into `dst` / `out`); index and inspector traffic keeps its own."""
+    out = []
+    for line in source.splitlines():
+        if load and "tl.load(src" in line:
+            line = _with_kwarg(line, "tl.load(", load)
+        for call in ("tl.store(dst", "tl.store(out"):
+            if store and call in line:
+                line = _with_kwarg(line, "tl.store(", store)
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _with_kwarg(line: str, call: str, kwarg: str) -> str:
+    """Insert `kwarg` as the last argument of the first `call` on `line` (balanced parens)."""
+    start = line.index(call) + len(call)
+    depth = 1
+    for k in range(start, len(line)):
+        depth += {"(": 1, ")": -1}.get(line[k], 0)
+        if depth == 0:
+            return f"{line[:k]}, {kwarg}{line[k:]}"
+    raise ValueError(f"unbalanced call on {line!r}")
+
+
+def main() -> None:
+    import torch
+
+    from benchmarks.measure import timed_together
+    from legalsat.clients.triton import Kernel, build_kernel
+    from legalsat.testing.torch_reference import poison, same_bits, torch_op
+    from tools.sweep import workloads
+
+    out = Path(os.environ.get("OUT", "."))
+    names = sys.argv[1:] or list(WORKLOADS)
+    rows, table = [], []
+    for name, resp, inp, want in workloads(lambda r: r, names):
+        fn, op_args, _ = torch_op(inp)
+        compiled = torch.compile(fn, dynamic=False)
+        compiled(*op_args)
+        a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        labels, fns = ["copy_", "torch.compile"], [lambda a=a, b=b: b.copy_(a), lambda c=compiled, x=op_args: c(*x)]
+        for i, plan in enumerate(resp["plans"]):
+            # the plans that could be a workload's best (a direct transpose is 5x off)
+            if plan["strategy"] not in ("direct", "staged_smem", "shuffle") or \
+                    plan["cost"]["estimated_us"] > 1.5 * resp["plans"][0]["cost"]["estimated_us"]:
+                continue
+            base = build_kernel(resp, variant="tl", plan_index=i)
+            for ln, load in LOAD_HINTS.items():
+                for sn, store in STORE_HINTS.items():
+                    k = Kernel(base.plan, dataclasses.replace(base.emitted, source=hinted(base.source, load, store)),
+                               base.request_op)
+                    label = f"{plan['strategy']}{'+' + ln if ln else ''}{'+' + sn if sn else ''}"
+                    try:
+                        poison(inp)
+                        exact = same_bits(inp.call(k), want)
+                    except Exception as e:  # reported, not fatal
+                        rows.append({"workload": name, "variant": label, "error": f"{type(e).__name__}: {e}"[:300]})
+                        continue
+                    if not exact:
+                        rows.append({"workload": name, "variant": label, "exact": False})
+                        continue
+                    labels.append(label)
+                    fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
+        ms = timed_together(fns)
+        del a, b
+        copy_ms = ms[0]
+        for label, t in zip(labels, ms):
+            rows.append({"workload": name, "variant": label, "exact": True, "ms": t,
+                         "of_copy": round(copy_ms / t, 4)})
+            print(f"{name[:40]:40s} {label:28s} {t:9.4f} ms  {copy_ms / t:6.3f} of copy_", flush=True)
+        kern = [(t, lab) for lab, t in zip(labels[2:], ms[2:])]
+        plain = min(t for t, lab in kern if "+" not in lab)
+        best_t, best_label = min(kern)
+        table.append((name, copy_ms, ms[1], plain, best_t, best_label))
+    (out / "hint_sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+    print(f"\n{'workload':40s} {'copy_':>8s} {'compile':>8s} {'emitted':>8s} {'hinted':>8s}  best")
+    for name, cp, tc, pl, bt, bl in table:
+        print(f"{name[:40]:40s} {cp:8.4f} {tc:8.4f} {pl:8.4f} {bt:8.4f}  {bl} ({pl / bt:.3f}x)")
+
+
+if __name__ == "__main__":
+    main()
