@@ -2,10 +2,15 @@
 small transposes, a padded pitch, 3-channel NCHW->NHWC), measured on the GPU next to
 `torch.compile` of the same op (whose generated Triton source is written too).
 
-    python -m tools.edge_sweep [--plain] [NAME ...]   # on the GPU machine; writes $OUT/edge_sweep*.json
+    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [NAME ...]
+                                                      # on the GPU machine; writes $OUT/edge_sweep*.json
 
 `--plain`: staged tiles whose destination rows are misaligned are emitted unskewed (whole-tile
 loads and scalar stores, as Inductor's tiled transposes do) instead of sector-skewed.
+`--halo BYTES`: skewed tiles align each destination row's stores to BYTES (16: a vector, 32:
+a sector, the emitter's choice) and load that many bytes of extra source rows.
+`--dst-fastest`: skewed tiles take consecutive program ids along the destination's rows
+(the emitter's order walks the source's rows fastest).
 
 Each variant is the planner's plan with one piece's `tile` / `num_warps` replaced, re-emitted,
 checked bit-exact against PyTorch and timed (median of do_bench medians, benchmarks.measure).
@@ -68,11 +73,21 @@ def main() -> None:
     out = Path(os.environ.get("OUT", "."))
     argv = sys.argv[1:]
     plain = "--plain" in argv
-    names = [a for a in argv if a != "--plain"] or list(WORKLOADS)
-    if plain:
-        import legalsat.kernels.staged as staged
+    tag = "_plain" if plain else ""
+    import legalsat.kernels.staged as staged
 
+    if plain:
         staged.skew_shape = lambda p, tile: None
+    if "--halo" in argv:
+        k = argv.index("--halo")
+        staged.SECTOR_BYTES = int(argv[k + 1])
+        tag += f"_halo{staged.SECTOR_BYTES}"
+        del argv[k:k + 2]
+    if "--dst-fastest" in argv:
+        order = staged.decompose
+        staged.decompose = lambda var, extents, *a: order(var, extents[::-1], *a)  # 2-dim pieces: b last
+        tag += "_dstfast"
+    names = [a for a in argv if not a.startswith("--")] or list(WORKLOADS)
     rows, summary = [], []
     for name, _, inp, want in workloads(lambda r: r, names):
         resp = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json")
@@ -80,7 +95,7 @@ def main() -> None:
         fn, op_args, _ = torch_op(inp)
         compiled = torch.compile(fn, dynamic=False)
         _, code = run_and_get_code(compiled, *op_args)
-        (out / f"inductor_{'plain_' if plain else ''}{len(summary)}.py").write_text(f"# {name}\n" + "\n".join(code))
+        (out / f"inductor{tag}_{len(summary)}.py").write_text(f"# {name}\n" + "\n".join(code))
         tc = timed(lambda c=compiled, a=op_args: c(*a))
         a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
         b = torch.empty_like(a)
@@ -111,7 +126,7 @@ def main() -> None:
                     best = row
         planned = [r["ms"] for r in rows if r["workload"] == name and r["planned"] and r.get("ms")]
         summary.append((name, cp, tc, min(planned) if planned else None, best))
-    (out / f"edge_sweep{'_plain' if plain else ''}.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (out / f"edge_sweep{tag}.json").write_text(json.dumps(rows, indent=1) + "\n")
     print(f"\n{'workload':40s} {'copy ms':>9s} {'compile':>9s} {'planned':>9s} {'best':>9s}  best variant")
     for name, cp, tc, pl, best in summary:
         print(f"{name[:40]:40s} {cp:9.4f} {tc:9.4f} {pl or 0:9.4f} {best['ms'] if best else 0:9.4f}  "

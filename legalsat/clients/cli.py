@@ -296,7 +296,9 @@ def _batch(args: argparse.Namespace) -> int:
     if args.ray is not None:  # the same streaming path, with Ray actors for the process pool
         from legalsat.clients.ray_batch import RayExecutor
 
-        pool = functools.partial(RayExecutor, args.ray, settings.workers, lost_chunk)
+        # actors: --jobs; else a local instance gets the usable CPUs, a cluster one actor per CPU of its own
+        actors = args.jobs or (settings.workers if args.ray == "local" else None)
+        pool = functools.partial(RayExecutor, args.ray, actors, lost_chunk)
     raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
     out = _BatchOutput(raw)
     try:
@@ -427,7 +429,8 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("file", help="JSON Lines file of requests, or - for stdin")
     bt.add_argument("-o", "--output", default="-", help="output JSON Lines file (default: stdout)")
     bt.add_argument("--jobs", type=int, default=None,
-                    help="worker processes, or Ray actors with --ray (default: LEGALSAT_WORKERS or the usable CPUs)")
+                    help="worker processes, or Ray actors with --ray (default: LEGALSAT_WORKERS or the usable CPUs; "
+                         "with --ray ADDRESS, one actor per CPU of that cluster)")
     bt.add_argument("--ray", nargs="?", const="local", default=None, metavar="ADDRESS",
                     help="answer on a Ray cluster's actors: ADDRESS as ray.init takes it (auto, host:port, "
                          "ray://host:10001), or local (the default: a Ray instance on this machine); needs "

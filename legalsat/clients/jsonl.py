@@ -103,9 +103,9 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
     (planning) wants chunks of one line and workers from the first line. `start_method`
     "forkserver" is for callers whose process may hold native thread pools (egglog, z3),
     which a fork would copy mid-flight. `executor` makes the pool another
-    concurrent.futures.Executor of `workers` workers (legalsat.clients.ray_batch: actors of a
-    Ray cluster); everything else, the order and the bound on work in flight included, is
-    this same code.
+    concurrent.futures.Executor of `workers` workers, or of its own `size` when it has one
+    (legalsat.clients.ray_batch: actors of a Ray cluster); everything else, the order and the
+    bound on work in flight (two chunks a worker) included, is this same code.
     """
     regular = is_regular_file(f)
     size = os.fstat(f.fileno()).st_size if regular else 0
@@ -126,10 +126,11 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
 
     make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method)))
     with make_pool() as pool:
+        inflight = 2 * getattr(pool, "size", workers)  # an executor that sizes itself (a Ray cluster) says so
         for first, chunk in _chunks(f, chunk_lines):
             pending.append((len(chunk), pool.submit(job, first, chunk)))
             n += len(chunk)
-            while len(pending) >= 2 * workers:
+            while len(pending) >= inflight:
                 write_oldest()
         while pending:
             write_oldest()

@@ -53,9 +53,10 @@ class _ChunkActor:
 class RayExecutor(Executor):
     """`actors` Ray actors on the cluster at `address` ("local": a Ray instance started here,
     with `actors` CPUs; otherwise what `ray.init(address=...)` takes: "auto", "host:port",
-    "ray://host:10001"). submit(job, first, lines) returns a Future of the chunk's answers."""
+    "ray://host:10001"); `actors` None: one per CPU of the cluster. `size` is the number of
+    actors. submit(job, first, lines) returns a Future of the chunk's answers."""
 
-    def __init__(self, address: str, actors: int, fail: ChunkFailure, *, max_attempts: int = 3,
+    def __init__(self, address: str, actors: int | None, fail: ChunkFailure, *, max_attempts: int = 3,
                  chunk_timeout_s: float = 600.0, poll_s: float = 0.5):
         ray = _ray()
         self._ray = ray
@@ -68,8 +69,11 @@ class RayExecutor(Executor):
                 ray.init(address=address, log_to_driver=False, configure_logging=False,
                          logging_level=logging.WARNING)
             self._started = True
+        if actors is None:  # the cluster's, not this machine's, CPUs
+            actors = int(ray.cluster_resources().get("CPU", 1))
         self._remote = ray.remote(num_cpus=1, max_restarts=0)(_ChunkActor)
         self.actors = [self._remote.remote() for _ in range(max(actors, 1))]
+        self.size = len(self.actors)
         self._load = {id(a): 0 for a in self.actors}
         self._fail, self._max_attempts, self._timeout = fail, max_attempts, chunk_timeout_s
         self._lock = threading.Lock()

@@ -117,7 +117,8 @@ class Kernel:
         self.strategy = emitted.strategy
         self.variant = emitted.variant
         self.request_op = request_op
-        self._descs: dict[DescriptorSpec, tuple[int, object]] = {}  # spec -> (base pointer, descriptor)
+        # key -> (base pointer, descriptor, the tensor weakly): see _cached_desc
+        self._descs: dict[object, tuple[int, object, weakref.ref]] = {}
         # (argument, word) -> (the tensor, weakly; its data pointer and storage bytes; its word
         # view): a call with the same tensors builds no view, and a tensor the caller drops
         # takes its view (and so its storage) with it
@@ -165,16 +166,27 @@ class Kernel:
             raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name} has {have}",
                              "pass the tensor the plan was made for (after the plan's relayout, if any)")
 
+    def _cached_desc(self, key, t: torch.Tensor, ptr: int, build):
+        """The descriptor cached under `key`, or `build()`'s, kept while the same tensor `t`
+        keeps its address `ptr` (a call with the same tensors builds no descriptor). A
+        descriptor holds a view of `t`'s storage, so the entry goes when the caller drops `t`:
+        a kernel never keeps a tensor alive."""
+        cached = self._descs.get(key)
+        if cached is None or cached[0] != ptr or cached[2]() is not t:
+            ref = weakref.ref(t, lambda r, descs=self._descs, key=key: descs.get(key, (0, 0, None))[2] is r
+                              and descs.pop(key))
+            self._descs[key] = cached = (ptr, build(), ref)
+        return cached[1]
+
     def _desc(self, spec: DescriptorSpec, t: torch.Tensor, word: int):
-        """The host descriptor of `spec` over `t`'s words, rebuilt only when its base pointer
-        changes (a call with the same tensors builds no view)."""
+        """The host descriptor of `spec` over `t`'s words (see _cached_desc)."""
         ptr = t.data_ptr() + spec.offset * word
         if ptr % 16:
             raise _arg_error(spec.side, f"{spec.side} is not 16-byte aligned where the plan's TMA "
                              "descriptor starts", "plan the request with the tensor's real "
                              "base_align (a TMA plan needs 16), or pass an aligned tensor")
-        cached = self._descs.get(spec)
-        if cached is None or cached[0] != ptr:
+
+        def build():
             base = words(t, word, spec.offset, spec.side)
             if self.variant == "gluon":
                 from triton.experimental.gluon import language as gl
@@ -182,13 +194,12 @@ class Kernel:
 
                 layout = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle, element_bitwidth=8 * base.element_size(),
                                               rank=len(spec.shape))
-                d = GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout)
-            else:
-                from triton.tools.tensor_descriptor import TensorDescriptor
+                return GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout)
+            from triton.tools.tensor_descriptor import TensorDescriptor
 
-                d = TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
-            self._descs[spec] = cached = (ptr, d)
-        return cached[1]
+            return TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
+
+        return self._cached_desc(spec, t, ptr, build)
 
     def _words(self, name: str, t: torch.Tensor, word: int) -> torch.Tensor:
         """`words(t, word)`, kept while the same tensor keeps its address and storage."""
@@ -345,9 +356,8 @@ class TileKernel(Kernel):
         if src.data_ptr() % 16:
             raise _arg_error("src", "src is not 16-byte aligned where the plan's TMA descriptor starts",
                              "plan the request with the tensor's real base_align, or pass an aligned tensor")
-        key = (spec, src.data_ptr(), self.emitted.tile.wgmma_input)
-        cached = self._descs.get(key)
-        if cached is None:
+
+        def build():
             base = self._base(src)
             if self.variant == "gluon":
                 from triton.experimental.gluon import language as gl
@@ -355,14 +365,13 @@ class TileKernel(Kernel):
 
                 layout = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle,
                                               element_bitwidth=8 * base.element_size(), rank=len(spec.shape))
-                cached = GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout,
-                                         padding="zero")
-            else:
-                from triton.tools.tensor_descriptor import TensorDescriptor
+                return GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout,
+                                       padding="zero")
+            from triton.tools.tensor_descriptor import TensorDescriptor
 
-                cached = TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
-            self._descs = {key: cached}  # one source tensor at a time
-        return cached
+            return TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
+
+        return self._cached_desc((spec, self.emitted.tile.wgmma_input), src, src.data_ptr(), build)
 
     def _args(self, src: torch.Tensor, out: torch.Tensor, stages: torch.Tensor | None, mode: int) -> list:
         args = []

@@ -96,3 +96,32 @@ def test_request_deadlines_hold_inside_the_actors(ray, tmp_path):
     timed_out = row.get("error", {}).get("code") == "planning_deadline" or \
         any(r["reasons"][0]["rule"] == "planning_deadline" for r in row.get("rejected", []))
     assert timed_out or row.get("egraph", {}).get("stop_reason") == "time_limit", json.dumps(row)[:600]
+
+
+def test_actors_default_to_the_clusters_cpus_and_bound_the_work_in_flight(ray, tmp_path):
+    """Without --jobs, a cluster gets one actor per CPU of its own (not of the machine that
+    runs the batch), and the work in flight follows the actors: two chunks each."""
+    from legalsat.clients.ray_batch import RayExecutor
+
+    cpus = int(ray.cluster_resources()["CPU"])
+    pools: list[RayExecutor] = []
+    most = 0
+
+    def make():
+        pools.append(RayExecutor("auto", None, cli.lost_chunk))
+        return pools[-1]
+
+    def progress(done: int) -> None:
+        nonlocal most
+        most = max(most, pools[0]._ids - done)
+
+    lines = _lines(12)
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    out = io.BytesIO()
+    with open(src, "rb") as f:  # `workers` 1 here: the executor's own size must decide
+        n = run_stream(f, out, cli.plan_chunk_job("sm90", LIMIT), lambda: None, cli._plan_error, LIMIT, 1,
+                       chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False, progress=progress,
+                       executor=make)
+    assert n == len(lines) and pools[0].size == cpus
+    assert 2 < most <= 2 * cpus  # more than one worker's two chunks were in flight

@@ -31,3 +31,50 @@ def test_a_dropped_tensor_takes_its_word_view_with_it(client):
     del src, first
     gc.collect()
     assert ("src", 8) not in k._views
+
+
+def test_a_dropped_tensor_takes_its_tma_descriptor_with_it(client):
+    """A TMA plan's host descriptor is built once per tensor and kept between calls, but it
+    holds a view of the tensor's storage: the kernel drops it with the caller's tensor."""
+    import gc
+
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.planner_suite import permuted, view
+
+    resp = optimize({"target": "sm90", "op": {"kind": "copy", "src": view("bfloat16", (256, 128)),
+                                              "dst": permuted("bfloat16", (256, 128), (1, 0))}})
+    i = next(i for i, p in enumerate(resp["plans"]) if p["strategy"] == "tma")
+    k = build_kernel(resp, plan_index=i, variant="tl")
+    (spec, word), = {(k.emitted.descriptors[a[5:]], ln.word) for ln in k.emitted.launches for a in ln.args
+                     if a.startswith("desc:") and k.emitted.descriptors[a[5:]].side == "src"}
+    src = torch.zeros(256 * 128, dtype=torch.bfloat16)
+    first = k._desc(spec, src, word)
+    assert k._desc(spec, src, word) is first  # the same tensor: the same descriptor
+    other = torch.zeros_like(src)
+    assert k._desc(spec, other, word) is not first
+    del src, other, first
+    gc.collect()
+    assert spec not in k._descs
+
+
+def test_a_dropped_source_takes_its_tile_descriptor_with_it(client):
+    import gc
+
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.planner_suite import view
+
+    resp = optimize({"target": "sm90", "op": {"kind": "load_tile", "src": view("bfloat16", (256, 128)),
+                                              "tile": [64, 64], "consumer": "rows"}})
+    k = build_kernel(resp, variant="tl")
+    src = torch.zeros(256, 128, dtype=torch.bfloat16)
+    first = k._tile_desc(src)
+    assert k._tile_desc(src) is first and len(k._descs) == 1
+    del src, first
+    gc.collect()
+    assert not k._descs
