@@ -17,6 +17,7 @@ the fallback compares the two (src, dst) pair sets directly. Tile loads compare
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from math import prod
 
@@ -127,32 +128,67 @@ def _decoder(shape, strides, addr: str) -> list[str] | None:
     return out
 
 
+@functools.cache
+def _tiling_is_exact(t: int, n: int) -> bool:
+    """Whether tiles of `t` cover 0 <= x < n exactly once: x = t*g + o (g >= 0, 0 <= o < t,
+    x < n) is a bijection onto the range (isl)."""
+    m = isl.Map(f"{{ [g, o] -> [x] : x = {t}*g + o and g >= 0 and 0 <= o < {t} and x < {n} }}")
+    return m.is_injective() and m.range().is_equal(isl.Set(f"{{ [x] : 0 <= x < {n} }}"))
+
+
 def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit: int,
                        params: list[str], pcons: list[str]) -> tuple[bool, bool, int] | None:
     """Equal-and-injective check without existentials: decode each walk point's dst offset
     into a request index i (quasi-affine), and require (a) i in bounds, (b) the request's
     src and dst offsets at i equal the walk's, for every walk point; (c) the walk injective;
     (d) as many walk points as request elements. Then the walk is a bijection onto the
-    request's index set that moves every element to the right place."""
+    request's index set that moves every element to the right place.
+
+    A tiled walk is proven in two steps: each dim's tiling (g, o) -> x = t*g + o is a
+    bijection onto 0 <= x < n (one small isl check per (t, n)), and the piece's box in x is
+    checked as above. A walk's offsets depend on its points through x alone, so the two
+    compose into the same statement, with a third of the floors for isl to carry; and the
+    candidates of one request, which walk the same pieces, share the box checks."""
     total = 0
     equal = injective = True
-    for k, w in enumerate(walks):
-        vars_, bounds, src_x, dst_x = _walk(w, f"p{k}", unit)
-        # offsets shared by the request and the plan (a gather's j / r bases) cancel
-        idx_x = _decoder(shape, dst_strides, dst_x)
-        if idx_x is None:
+    for w in walks:
+        if w.tiles is not None:
+            equal &= all(_tiling_is_exact(t, n) for (n, _, _), t in zip(w.piece.dims, w.tiles))
+        box = _box_check(tuple(shape), tuple(src_strides), tuple(dst_strides), w.piece, unit, tuple(params),
+                         tuple(pcons))
+        if box is None:
             return None
-        space = f"[{', '.join(params + vars_)}]"
-        base = " and ".join(pcons + bounds) if (pcons + bounds) else "true"
-        req_src = _sum([f"{st}*({e})" for e, st in zip(idx_x, src_strides) if st])
-        req_dst = _sum([f"{st}*({e})" for e, st in zip(idx_x, dst_strides) if st])
-        inb = " and ".join(f"0 <= {e} < {n}" for e, n in zip(idx_x, shape))
-        bad = isl.Set(f"{{ {space} : {base} and not ({inb} and {req_src} = {src_x} and {req_dst} = {dst_x}) }}")
-        equal &= bad.is_empty()
-        walk_only = " and ".join(bounds) or "true"
-        injective &= isl.Map(f"{{ [{', '.join(vars_)}] -> [{dst_x}] : {walk_only} }}").is_injective()
+        equal &= box[0]
+        injective &= box[1]
         total += w.piece.elems * (w.piece.eb // unit)
     return equal, injective, total
+
+
+@functools.lru_cache(maxsize=4096)
+def _box_check(shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...], piece: Region,
+               unit: int, params: tuple[str, ...], pcons: tuple[str, ...]) -> tuple[bool, bool] | None:
+    """(a)-(c) of `_check_by_decoding` for the box of one piece (None: the dst layout is not
+    nested); a pure function of its arguments, so kept."""
+    vars_, bounds, src_x, dst_x = _walk(Walk(piece, linear=piece.elems), "p", unit)
+    # offsets shared by the request and the plan (a gather's j / r bases) cancel
+    idx_x = _decoder(shape, dst_strides, dst_x)
+    if idx_x is None:
+        return None
+    space = f"[{', '.join(params + tuple(vars_))}]"
+    base = " and ".join(pcons + tuple(bounds)) or "true"
+    req_src = _sum([f"{st}*({e})" for e, st in zip(idx_x, src_strides) if st])
+    req_dst = _sum([f"{st}*({e})" for e, st in zip(idx_x, dst_strides) if st])
+    inb = " and ".join(f"0 <= {e} < {n}" for e, n in zip(idx_x, shape))
+    bad = isl.Set(f"{{ {space} : {base} and not ({inb} and {req_src} = {src_x} and {req_dst} = {dst_x}) }}")
+    walk_only = " and ".join(bounds) or "true"
+    injective = isl.Map(f"{{ [{', '.join(vars_)}] -> [{dst_x}] : {walk_only} }}").is_injective()
+    return bad.is_empty(), injective
+
+
+def forget_proofs() -> None:
+    """Drop the box checks this process keeps (each is a pure function of its arguments, so
+    keeping them never changes an answer; this makes the next proof start from none)."""
+    _box_check.cache_clear()
 
 
 def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -> Proof:
