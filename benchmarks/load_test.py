@@ -36,7 +36,7 @@ from pathlib import Path
 
 import httpx
 
-from legalsat.testing.planner_suite import permuted
+from legalsat.testing.planner_suite import reordered_copy
 
 CACHED = [
     {"op": {"kind": "copy", "src": {"dtype": dt, "shape": [m, n], "strides": [n, 1]},
@@ -50,10 +50,8 @@ CACHED = [
             "tile": [128, 64], "consumer": "wgmma_a"}},
 ]
 
-# a contiguous rank-7 copy with its dims listed innermost first (they coalesce only after the
-# layout rules reorder them) and a node limit far above the default: seconds of planning
-_REV7 = permuted("float32", (64, 8, 5, 4, 3, 2, 2), tuple(range(7))[::-1])
-DEADLINE = {"op": {"kind": "copy", "src": _REV7, "dst": _REV7}, "options": {"node_limit": 2_000_000, "timeout_ms": 60}}
+# a node limit far above the default: seconds of planning
+DEADLINE = {"op": reordered_copy(), "options": {"node_limit": 2_000_000, "timeout_ms": 60}}
 
 
 UNCACHED_DEADLINE_MS = 5000

@@ -17,19 +17,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent.parent / "benchmarks"
-
 
 def one_process(rounds: int) -> dict:
     import torch
 
+    from benchmarks.bench_kernels import CASES, PLANS
     from benchmarks.measure import timed_together
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
     dev = torch.device("cuda")
-    entries = dict(json.loads((HERE / "kernel_cases.json").read_text()))
-    plans = json.loads((HERE / "kernel_plans.json").read_text())
+    entries = dict(json.loads(CASES.read_text()))
+    plans = json.loads(PLANS.read_text())
     entries.update({k: v for k, v in plans.items() if "517×33" in k})
     out = {}
     for name, e in entries.items():

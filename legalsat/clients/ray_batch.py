@@ -73,7 +73,6 @@ class RayExecutor(Executor):
             actors = int(ray.cluster_resources().get("CPU", 1))
         self._remote = ray.remote(num_cpus=1, max_restarts=0)(_ChunkActor)
         self.actors = [self._remote.remote() for _ in range(max(actors, 1))]
-        self.size = len(self.actors)
         self._load = {id(a): 0 for a in self.actors}
         self._fail, self._max_attempts, self._timeout = fail, max_attempts, chunk_timeout_s
         self._lock = threading.Lock()
@@ -83,6 +82,11 @@ class RayExecutor(Executor):
         self.retries = 0
         self._watchdog = threading.Thread(target=self._watch, args=(poll_s,), daemon=True)
         self._watchdog.start()
+
+    @property
+    def size(self) -> int:
+        """Actors in use (a dead one is replaced, so this stays what was asked for)."""
+        return len(self.actors)
 
     # --- concurrent.futures.Executor ---
 

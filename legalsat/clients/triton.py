@@ -185,21 +185,22 @@ class Kernel:
             raise _arg_error(spec.side, f"{spec.side} is not 16-byte aligned where the plan's TMA "
                              "descriptor starts", "plan the request with the tensor's real "
                              "base_align (a TMA plan needs 16), or pass an aligned tensor")
+        return self._cached_desc(spec, t, ptr, lambda: self._make_desc(words(t, word, spec.offset, spec.side), spec))
 
-        def build():
-            base = words(t, word, spec.offset, spec.side)
-            if self.variant == "gluon":
-                from triton.experimental.gluon import language as gl
-                from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
+    def _make_desc(self, base: torch.Tensor, spec: DescriptorSpec, **gluon_options):
+        """A host descriptor of `spec` over `base`: Gluon's, with the NVMMA shared layout of
+        the spec's swizzle (and `gluon_options`), for the Gluon variant; triton.tools' else."""
+        if self.variant == "gluon":
+            from triton.experimental.gluon import language as gl
+            from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
 
-                layout = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle, element_bitwidth=8 * base.element_size(),
-                                              rank=len(spec.shape))
-                return GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout)
-            from triton.tools.tensor_descriptor import TensorDescriptor
+            layout = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle, element_bitwidth=8 * base.element_size(),
+                                          rank=len(spec.shape))
+            return GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout,
+                                   **gluon_options)
+        from triton.tools.tensor_descriptor import TensorDescriptor
 
-            return TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
-
-        return self._cached_desc(spec, t, ptr, build)
+        return TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
 
     def _words(self, name: str, t: torch.Tensor, word: int) -> torch.Tensor:
         """`words(t, word)`, kept while the same tensor keeps its address and storage."""
@@ -356,22 +357,9 @@ class TileKernel(Kernel):
         if src.data_ptr() % 16:
             raise _arg_error("src", "src is not 16-byte aligned where the plan's TMA descriptor starts",
                              "plan the request with the tensor's real base_align, or pass an aligned tensor")
-
-        def build():
-            base = self._base(src)
-            if self.variant == "gluon":
-                from triton.experimental.gluon import language as gl
-                from triton.experimental.gluon.nvidia.hopper import TensorDescriptor as GluonDescriptor
-
-                layout = gl.NVMMASharedLayout(swizzle_byte_width=spec.swizzle,
-                                              element_bitwidth=8 * base.element_size(), rank=len(spec.shape))
-                return GluonDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block), layout,
-                                       padding="zero")
-            from triton.tools.tensor_descriptor import TensorDescriptor
-
-            return TensorDescriptor(base, list(spec.shape), list(spec.strides), list(spec.block))
-
-        return self._cached_desc((spec, self.emitted.tile.wgmma_input), src, src.data_ptr(), build)
+        # edge tiles overhang the tensor: TMA fills what lies outside with zeros
+        return self._cached_desc((spec, self.emitted.tile.wgmma_input), src, src.data_ptr(),
+                                 lambda: self._make_desc(self._base(src), spec, padding="zero"))
 
     def _args(self, src: torch.Tensor, out: torch.Tensor, stages: torch.Tensor | None, mode: int) -> list:
         args = []

@@ -76,10 +76,10 @@ def plan_rank(p: Plan, launch_us: float) -> tuple:
     """Plans best first: by estimate; among launch-bound plans (`LAUNCH_BOUND`), the direct
     copy first, which has nothing between its loads and its stores. Timed on the H100 in
     fresh processes (tools/launch_bound_sweep.py, benchmarks/launch_bound_sweep.json), the
-    candidates of 22 launch-bound movements ran 4.2-6.2 us: the direct copy within the spread
-    between processes of the fastest in every case, staged tiles up to 20 % and warp shuffles
-    and TMA pipelines up to 25 % behind it (a 33 x 47 uint8 transpose: shuffle 5.6-6.0 us,
-    direct 4.4-4.9), though every estimate is one launch."""
+    candidates of 16 launch-bound movements ran 4.2-9.7 us: the direct copy's median at most
+    3 % behind the fastest, staged tiles up to 24 %, warp shuffles up to 26 % and TMA pipelines
+    up to 18 % behind (a 33 x 47 uint8 transpose: shuffle 5.6-6.1 us, direct 4.4-4.9), though
+    every estimate is one launch."""
     bound = p.cost.estimated_us <= LAUNCH_BOUND * launch_us
     return (not bound, bound and p.strategy is not Strategy.DIRECT, p.cost.estimated_us)
 

@@ -128,14 +128,6 @@ def _decoder(shape, strides, addr: str) -> list[str] | None:
     return out
 
 
-@functools.cache
-def _tiling_is_exact(t: int, n: int) -> bool:
-    """Whether tiles of `t` cover 0 <= x < n exactly once: x = t*g + o (g >= 0, 0 <= o < t,
-    x < n) is a bijection onto the range (isl)."""
-    m = isl.Map(f"{{ [g, o] -> [x] : x = {t}*g + o and g >= 0 and 0 <= o < {t} and x < {n} }}")
-    return m.is_injective() and m.range().is_equal(isl.Set(f"{{ [x] : 0 <= x < {n} }}"))
-
-
 def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit: int,
                        params: list[str], pcons: list[str]) -> tuple[bool, bool, int] | None:
     """Equal-and-injective check without existentials: decode each walk point's dst offset
@@ -144,16 +136,14 @@ def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit:
     (d) as many walk points as request elements. Then the walk is a bijection onto the
     request's index set that moves every element to the right place.
 
-    A tiled walk is proven in two steps: each dim's tiling (g, o) -> x = t*g + o is a
-    bijection onto 0 <= x < n (one small isl check per (t, n)), and the piece's box in x is
-    checked as above. A walk's offsets depend on its points through x alone, so the two
-    compose into the same statement, with a third of the floors for isl to carry; and the
-    candidates of one request, which walk the same pieces, share the box checks."""
+    Every walk is checked as its piece's box: a tiled walk's points (g, o), with x = t*g + o,
+    0 <= o < t and x < n per dim (see `_walk`), are the mixed-radix split of the box's x, as a
+    linear walk's blocks are, and its offsets depend on them through x alone; the box carries
+    a third of the floors for isl, and the candidates of one request, which walk the same
+    pieces, share its check."""
     total = 0
     equal = injective = True
     for w in walks:
-        if w.tiles is not None:
-            equal &= all(_tiling_is_exact(t, n) for (n, _, _), t in zip(w.piece.dims, w.tiles))
         box = _box_check(tuple(shape), tuple(src_strides), tuple(dst_strides), w.piece, unit, tuple(params),
                          tuple(pcons))
         if box is None:

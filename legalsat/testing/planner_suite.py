@@ -35,6 +35,15 @@ def permuted(dtype, shape, perm):
     return view(dtype, shape, strides)
 
 
+def reordered_copy(dtype: str = "float32", shape=(64, 8, 5, 4, 3, 2, 2)) -> dict:
+    """The op of a contiguous copy whose dims are listed innermost first: they coalesce only
+    after the layout rules reorder them, so its e-graph grows with the orders of its dims
+    (with a node limit far above the default, saturation rounds that each outlast a short
+    deadline). The slow request of the service tests and the load test."""
+    v = permuted(dtype, shape, tuple(range(len(shape)))[::-1])
+    return {"kind": "copy", "src": v, "dst": v}
+
+
 def copy(rid, src, dst, **options):
     return {"request_id": rid, "target": "sm90", "op": {"kind": "copy", "src": src, "dst": dst}, "options": options}
 

@@ -11,15 +11,12 @@ import pytest
 
 from legalsat.clients import cli
 from legalsat.clients.jsonl import run_stream
-from legalsat.testing.planner_suite import load_suite, permuted
+from legalsat.testing.planner_suite import load_suite, reordered_copy
 from legalsat.testing.tools import need_module
 
 LIMIT = 1 << 20
-# a contiguous rank-7 copy with its dims listed innermost first, whose saturation takes seconds
-# (its dims coalesce only after the layout rules reorder them): far longer than 150 ms
-_REV7 = permuted("float32", (64, 8, 5, 4, 3, 2, 2), tuple(range(7))[::-1])
-SLOW = {"request_id": "slow", "op": {"kind": "copy", "src": _REV7, "dst": _REV7},
-        "options": {"node_limit": 400_000, "timeout_ms": 150}}
+# saturation that takes seconds: far longer than 150 ms
+SLOW = {"request_id": "slow", "op": reordered_copy(), "options": {"node_limit": 400_000, "timeout_ms": 150}}
 
 
 @pytest.fixture(scope="module")

@@ -43,7 +43,7 @@ def test_a_dense_short_side_wastes_no_sectors_in_a_staged_tile():
 
 def test_a_launch_bound_movement_copies_directly_before_shuffling():
     """33 x 47 uint8 (1.5 KiB): the warp-shuffle plan's estimate is lower by less than the
-    model resolves, and on the H100 it ran 5.6-6.0 us against the direct copy's 4.4-4.9 in
+    model resolves, and on the H100 it ran 5.6-6.1 us against the direct copy's 4.4-4.9 in
     three fresh processes (benchmarks/launch_bound_sweep.json): the direct copy comes first."""
     view = {"dtype": "uint8", "shape": [33, 47], "strides": [47, 1]}
     plans = optimize({"op": {"kind": "copy", "src": view, "dst": {**view, "strides": [1, 33]}}})["plans"]

@@ -6,18 +6,16 @@ import httpx
 import pytest
 
 from legalsat.testing.live_server import LiveServer
-from legalsat.testing.planner_suite import permuted
+from legalsat.testing.planner_suite import reordered_copy
 from legalsat.testing.tools import need, required  # noqa: F401 (the server tests import them from here)
 
 SMALL = {"op": {"kind": "copy",
                 "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
                 "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
-# seconds of planning: a contiguous rank-7 copy whose dims are listed innermost first (they
-# coalesce only after the layout rules reorder them), with a node limit far above the default;
-# its late saturation rounds each take longer than a short deadline (a signal cannot stop a
-# round), so only a deadline enforced from outside the worker ends it
-_REV7 = permuted("float32", (64, 8, 5, 4, 3, 2, 2), tuple(range(7))[::-1])
-RANK7_OP = {"kind": "copy", "src": _REV7, "dst": _REV7}
+# seconds of planning with a node limit far above the default; its late saturation rounds each
+# take longer than a short deadline (a signal cannot stop a round), so only a deadline
+# enforced from outside the worker ends it
+RANK7_OP = reordered_copy()
 SLOW = {"op": RANK7_OP, "options": {"node_limit": 400_000, "timeout_ms": 60_000}}
 
 

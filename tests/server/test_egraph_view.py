@@ -8,13 +8,11 @@ import pytest
 
 from legalsat.api import optimize
 from legalsat.server.egraph_view import VIEW_CSP, egraph_model, shown_classes, view_html
+from legalsat.testing.planner_suite import reordered_copy
 
 from .conftest import SMALL
 
-# a contiguous rank-7 copy with its dims listed innermost first: they coalesce only after the
-# layout rules reorder them, so its e-graph is large
-_REV7 = {"dtype": "float32", "shape": [2, 13, 11, 9, 7, 5, 3], "strides": [1, 2, 26, 286, 2574, 18018, 90090]}
-RANK7 = {"op": {"kind": "copy", "src": _REV7, "dst": _REV7}}
+RANK7 = {"op": reordered_copy("float32", (2, 13, 11, 9, 7, 5, 3))}  # a large e-graph
 
 
 def _model(req: dict) -> dict:
