@@ -2,7 +2,7 @@
 small transposes, a padded pitch, 3-channel NCHW->NHWC), measured on the GPU next to
 `torch.compile` of the same op (whose generated Triton source is written too).
 
-    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [NAME ...]
+    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [--interleave N] [NAME ...]
                                                       # on the GPU machine; writes $OUT/edge_sweep*.json
 
 `--plain`: staged tiles whose destination rows are misaligned are emitted unskewed (whole-tile
@@ -11,6 +11,9 @@ loads and scalar stores, as Inductor's tiled transposes do) instead of sector-sk
 a sector, the emitter's choice) and load that many bytes of extra source rows.
 `--dst-fastest`: skewed tiles take consecutive program ids along the destination's rows
 (the emitter's order walks the source's rows fastest).
+`--interleave N`: every exact variant of a workload, its same-size `copy_` and `torch.compile`
+are timed together in N interleaved rounds (`benchmarks.measure.timed_together`), so that drift
+weighs on all alike, instead of one after another.
 
 Each variant is the planner's plan with one piece's `tile` / `num_warps` replaced, re-emitted,
 checked bit-exact against PyTorch and timed (median of do_bench medians, benchmarks.measure).
@@ -65,7 +68,7 @@ def main() -> None:
     import torch
     from torch._inductor.utils import run_and_get_code
 
-    from benchmarks.measure import timed
+    from benchmarks.measure import timed, timed_together
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import poison, same_bits, torch_op
     from tools.sweep import workloads
@@ -87,6 +90,12 @@ def main() -> None:
         order = staged.decompose
         staged.decompose = lambda var, extents, *a: order(var, extents[::-1], *a)  # 2-dim pieces: b last
         tag += "_dstfast"
+    rounds = 0
+    if "--interleave" in argv:
+        k = argv.index("--interleave")
+        rounds = int(argv[k + 1])
+        tag += "_interleaved"
+        del argv[k:k + 2]
     names = [a for a in argv if not a.startswith("--")] or list(WORKLOADS)
     rows, summary = [], []
     for name, _, inp, want in workloads(lambda r: r, names):
@@ -96,11 +105,13 @@ def main() -> None:
         compiled = torch.compile(fn, dynamic=False)
         _, code = run_and_get_code(compiled, *op_args)
         (out / f"inductor{tag}_{len(summary)}.py").write_text(f"# {name}\n" + "\n".join(code))
-        tc = timed(lambda c=compiled, a=op_args: c(*a))
+        tc_fn = lambda c=compiled, a=op_args: c(*a)  # noqa: E731
         a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
         b = torch.empty_like(a)
-        cp = timed(lambda a=a, b=b: b.copy_(a))
-        del a, b
+        cp_fn = lambda a=a, b=b: b.copy_(a)  # noqa: E731
+        if not rounds:
+            tc, cp = timed(tc_fn), timed(cp_fn)
+        pending: list[tuple[dict, object]] = []  # interleaved: (row, kernel call), timed at the end
         best = None
         for i, plan in enumerate(resp["plans"]):
             for tile, warps in variants(plan):
@@ -113,7 +124,9 @@ def main() -> None:
                     k = build_kernel(r, variant="tl")
                     poison(inp)
                     row["exact"] = same_bits(inp.call(k), want)
-                    if row["exact"]:
+                    if row["exact"] and rounds:
+                        pending.append((row, lambda k=k, inp=inp: inp.call(k, check=False)))
+                    elif row["exact"]:
                         row["ms"] = timed(lambda k=k, inp=inp: inp.call(k, check=False))
                 except Exception as e:  # reported, not fatal
                     row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
@@ -124,9 +137,21 @@ def main() -> None:
                       f" {row.get('error', '')[:100]}", flush=True)
                 if ms and (best is None or ms < best["ms"]):
                     best = row
-        planned = [r["ms"] for r in rows if r["workload"] == name and r["planned"] and r.get("ms")]
+        if rounds:
+            cp, tc, *times = timed_together([cp_fn, tc_fn] + [fn for _, fn in pending], repeats=rounds)
+            for (row, _), ms in zip(pending, times):
+                row["ms"] = ms
+                if best is None or ms < best["ms"]:
+                    best = row
+            for row, _ in sorted(pending, key=lambda rf: rf[0]["ms"])[:8]:
+                print(f"  {row['strategy']:12s} {str(row['tile']):18s} w{row['warps']:<2d} {row['ms']:.4f} ms"
+                      f" {'planned' if row['planned'] else ''}", flush=True)
+        del a, b
+        rows += [{"workload": name, "strategy": "copy_ (same size)", "ms": cp},
+                 {"workload": name, "strategy": "torch.compile", "ms": tc}]
+        planned = [r["ms"] for r in rows if r["workload"] == name and r.get("planned") and r.get("ms")]
         summary.append((name, cp, tc, min(planned) if planned else None, best))
-    (out / f"edge_sweep{tag}.json").write_text(json.dumps(rows, indent=1) + "\n")
+        (out / f"edge_sweep{tag}.json").write_text(json.dumps(rows, indent=1) + "\n")  # after each workload
     print(f"\n{'workload':40s} {'copy ms':>9s} {'compile':>9s} {'planned':>9s} {'best':>9s}  best variant")
     for name, cp, tc, pl, best in summary:
         print(f"{name[:40]:40s} {cp:9.4f} {tc:9.4f} {pl or 0:9.4f} {best['ms'] if best else 0:9.4f}  "
