@@ -40,7 +40,8 @@ class DescriptorIn(Strict):
     """The arguments of one `cuTensorMapEncodeTiled` call, innermost dimension first.
 
     `global_strides` are in bytes with rank-1 entries. `rank` may be omitted (it is then
-    len(global_dim)); `element_strides` may be omitted (all ones).
+    len(global_dim)); `element_strides` may be omitted (all ones). `role` is what a plan does
+    with the descriptor: a plan's `descriptors[i]` is accepted as it stands.
     """
 
     model_config = ConfigDict(json_schema_extra={"examples": [_EXAMPLE]})
@@ -56,6 +57,9 @@ class DescriptorIn(Strict):
     swizzle: Literal[tuple(m.value for m in Swizzle)] = "none"  # type: ignore[valid-type]
     l2_promotion: Literal[tuple(m.value for m in L2Promotion)] = "none"  # type: ignore[valid-type]
     oob_fill: Literal[tuple(m.value for m in OobFill)] = "none"  # type: ignore[valid-type]
+    role: Literal["load", "store"] | None = Field(
+        None, description="what a plan does with the descriptor (load: global -> shared; store: shared -> "
+        "global); not an argument of the driver call, so it does not change the verdict")
 
     def to_term(self) -> TmaDescriptor:
         """The core descriptor; raises InputError when list lengths disagree with the rank."""

@@ -37,6 +37,7 @@ from legalsat.terms.movement import (
     Major,
     Movement,
     View,
+    settle_unit_strides,
 )
 from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
 
@@ -215,7 +216,8 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
                        f"shape for {bits}-bit elements", f"use [64, n, {256 // bits}] with n a multiple of 8 "
                        "up to 256")
     major = Major(c.major) if c.major is not None else None
-    return LoadTile(src, tuple(op.tile), ConsumerSpec(kind, major, instruction, element))
+    tile = tuple(op.tile)
+    return LoadTile(settle_unit_strides(src, tile), tile, ConsumerSpec(kind, major, instruction, element))
 
 
 def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:

@@ -32,8 +32,8 @@ class ReasonOut(Out):
 
 
 class DescriptorOut(Out):
-    """A TMA descriptor: exactly the validate-descriptor input fields (innermost dim first),
-    plus what the plan does with it."""
+    """A TMA descriptor: exactly the validate-descriptor input fields (innermost dim first,
+    `role` included: a plan's descriptor can be validated as it stands)."""
 
     dtype: str = Field(description="element type the descriptor moves (words of the plan's element width)")
     rank: int = Field(description="number of dims (1-5)")

@@ -171,6 +171,25 @@ class TileMatrix:
         return out
 
 
+def settle_unit_strides(src: View, tile: tuple[int, ...]) -> View:
+    """`src` with each extent-1 dim that the tile spans (tile > 1 along it) and whose stride
+    is 0 or no multiple of 16 bytes given the view's span, rounded up to 16 bytes, instead.
+    Such a dim's stride multiplies only index 0 (its other tile positions are the zero-filled
+    overhang), so every stride addresses the same elements; the new one is what a TMA
+    descriptor takes (a row vector [1, 509] fp16 given with its 1,018-byte row pitch gets
+    1,024) and sits outside every spanned dim. Other dims, and strides TMA takes, stay as
+    given."""
+    es = src.esize
+    free = [k for k, (n, t, s) in enumerate(zip(src.shape, tile, src.strides))
+            if n == 1 and t > 1 and (s == 0 or s * es % 16)]
+    if not free:
+        return src
+    words = max(1, 16 // es)  # elements per 16 bytes (es divides 16)
+    pitch = cdiv(span(src.shape, src.strides), words) * words
+    strides = tuple(pitch if k in free else s for k, s in enumerate(src.strides))
+    return View(src.dtype, src.shape, strides, src.base_align)
+
+
 @dataclass(frozen=True)
 class LoadTile:
     """Bring every `tile`-shaped block of `src` into shared memory for `consumer`. Tile

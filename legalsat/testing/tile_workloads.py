@@ -134,6 +134,11 @@ def large_and_edge() -> list[tuple[str, dict]]:
         # a row pitch that is no multiple of 16 bytes: no TMA descriptor, a direct plan
         out.append(_req(f"odd pitch [300,{w + 1}] {dt}", dt, (300, w + 1), (64, w), "rows"))
     out.append(_req("vocab 50257 bf16 (odd pitch)", "bfloat16", (512, 50257), (64, 128), "wgmma_b"))
+    # extent-1 dims that the tile spans, with strides no descriptor takes (torch's strides of a
+    # [1, 509] row vector and of a [509, 1] column): only index 0 exists, any stride addresses it
+    out.append(_req("row vector [1,509] float16 tile 8x128", "float16", (1, 509), (8, 128), "rows"))
+    out.append(_req("column [509,1] float32 tile 128x32", "float32", (509, 1), (128, 32), "cols"))
+    out.append(_req("column [509,1] bfloat16 wgmma_a 64x64", "bfloat16", (509, 1), (64, 64), "wgmma_a"))
     for dt in ("bool", "int16", "float64", "int64"):
         e = ESIZE[dt]
         out.append(_req(f"words {dt} [1000,{512 // e}]", dt, (1000, 512 // e), (64, 128 // e), "rows"))

@@ -40,7 +40,7 @@ def test_suite_tile_gets_a_proven_conflict_free_tma_plan(cid):
     plan = out["plans"][0]
     assert plan["strategy"] == "tma"
     for d in plan["descriptors"]:
-        assert legalsat.validate_descriptor({k: v for k, v in d.items() if k != "role"}).legal
+        assert legalsat.validate_descriptor(d).legal  # as the plan gives it
     assert plan["proof"]["verified"]
     assert plan["async"]["verified"]
     tl = plan["tile_load"]
@@ -76,3 +76,26 @@ def test_a_tile_whose_only_conflict_free_box_is_no_power_of_two_gets_it():
     plan = legalsat.optimize(PLANNABLE["cute-0081"])["plans"][0]
     assert plan["strategy"] == "tma" and plan["tile_load"]["read_conflict_ways"] == 1.0
     assert 3 in plan["descriptors"][0]["box_dim"] and len(plan["tile_load"]["boxes"]) == 1
+
+
+UNIT_SPANNED = ["row vector [1,509] float16 tile 8x128", "column [509,1] float32 tile 128x32",
+                "column [509,1] bfloat16 wgmma_a 64x64"]
+
+
+@pytest.mark.parametrize("name", UNIT_SPANNED)
+def test_an_extent_1_dim_the_tile_spans_takes_any_stride(name):
+    """torch's strides of a [1, 509] row vector (a 1,018-byte pitch) and of a [509, 1] column
+    (4 bytes) are no TMA stride, but only index 0 of that dim exists: the plan is TMA, its
+    descriptor gives the dim a 16-byte pitch, and the proof covers the tensor as given."""
+    from legalsat.testing.tile_workloads import tile_workloads
+
+    req = dict(tile_workloads())[name]
+    out = legalsat.optimize(req)
+    plan = out["plans"][0]
+    assert plan["strategy"] == "tma", out["rejected"]
+    (d,) = plan["descriptors"]
+    assert legalsat.validate_descriptor(d).legal
+    assert all(s % 16 == 0 for s in d["global_strides"])
+    assert plan["proof"]["verified"] and plan["tile_load"]["read_conflict_ways"] == 1.0
+    if "wgmma" in name:
+        assert plan["tile_load"]["wgmma"] is not None, plan["tile_load"]["note"]

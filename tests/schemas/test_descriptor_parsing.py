@@ -85,3 +85,25 @@ def test_misspelt_field_gets_a_suggestion():
                                       "global_strides": [], "box_dim": [8], "swizle": "none"})
     messages = " ".join(d.message for d in e.value.details)
     assert "did you mean 'bfloat16'" in messages and "did you mean 'swizzle'" in messages
+
+
+@pytest.mark.parametrize("request_", [
+    {"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [4096, 4096], "strides": [4096, 1]},
+            "dst": {"dtype": "bfloat16", "shape": [4096, 4096], "strides": [1, 4096]}}},
+    {"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [1000, 4096], "strides": [4096, 1]},
+            "tile": [128, 64], "consumer": "wgmma_a"}},
+], ids=["transpose", "wgmma_a"])
+def test_a_plans_descriptors_validate_as_they_stand(request_):
+    plans = [p for p in legalsat.optimize(request_)["plans"] if p["descriptors"]]
+    assert plans
+    for p in plans:
+        for d in p["descriptors"]:
+            assert d["role"] in ("load", "store")
+            assert legalsat.validate_descriptor(d).legal, d
+
+
+def test_role_is_checked_like_any_field():
+    with pytest.raises(InputError) as e:
+        legalsat.validate_descriptor({"dtype": "float16", "global_address": 1 << 20, "global_dim": [64, 64],
+                                      "global_strides": [128], "box_dim": [64, 8], "role": "both"})
+    assert e.value.headline.field == "role"

@@ -150,8 +150,8 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
     else:
         return None, "neither matrix dim is contiguous in shared memory: wgmma cannot read the tile"
     if spec.major is not None and spec.major is not major:
-        return None, (f"the tile lands {major.value}-major (TMA keeps the source's order) but the consumer "
-                      f"asked for {spec.major.value}-major")
+        return None, (f"the tile lands {major.value}-major (a tile load keeps the source's order: its "
+                      f"contiguous dim stays contiguous) but the consumer asked for {spec.major.value}-major")
     if major is Major.MN and element.storage_bits != 16:
         return None, f"wgmma reads {element.name} operands K-major only; this tile lands MN-major"
     k_width = K_BITS // (8 * eb)
