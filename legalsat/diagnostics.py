@@ -67,6 +67,8 @@ class Code(Enum):
                               "send the body with Content-Type: application/json")
     BODY_TIMEOUT = ("body_timeout", Category.LIMIT, "the request body did not arrive in time",
                     "send the whole body at once")
+    HEAD_TIMEOUT = ("head_timeout", Category.LIMIT, "the request line and headers did not arrive in time",
+                    "send the whole request head at once (or raise LEGALSAT_HEAD_TIMEOUT_S on the server)")
     CLIENT_DISCONNECTED = ("client_disconnected", Category.SERVICE, "the client closed the connection before "
                            "its request arrived", "nothing to do: the request was not answered")
     TOO_LARGE = ("too_large", Category.LIMIT, "the request is over the size limit",

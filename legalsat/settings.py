@@ -108,6 +108,9 @@ class Settings(BaseSettings):
                                   description="largest request head (request line and headers), bytes")
     body_timeout_s: float = Field(30.0, gt=0, le=3600, description="time a client has to send a request's "
                                   "body; past it: 408")
+    head_timeout_s: float = Field(10.0, gt=0, le=3600, description="time a client has to send a request's "
+                                  "line and headers, from its first byte (or from connecting); past it: 408, "
+                                  "and the connection is closed")
     port: int = Field(8000, ge=0, le=65535, description="TCP port of the service")
     queue_size: int = Field(256, ge=1, le=1 << 20,
                             description="planning jobs that may wait for a worker; past it: 429")

@@ -430,16 +430,22 @@ def _ref(inst: _Inst) -> str:
     return f"{inst.op.buffer.name if inst.op.buffer else '?'} (iteration {inst.i})"
 
 
-def trip_counts(proto: Protocol) -> tuple[int, ...]:
-    """The trip counts checked: the declared one, or 0 .. 2*lcm(stage counts) + max shift + 1,
-    which covers every (stage, parity) pair in steady state plus every short-loop case."""
+def trip_count_range(proto: Protocol) -> range:
+    """The trip counts checked, lazily (the lcm of coprime stage counts is large): the
+    declared one, or 0 .. 2*lcm(stage counts) + max shift + 1, which covers every (stage,
+    parity) pair in steady state plus every short-loop case."""
     if proto.iterations is not None:
-        return (proto.iterations,)
+        return range(proto.iterations, proto.iterations + 1)
     counts = [a.count for a in proto.barriers] + [a.count for a in proto.buffers] or [1]
     period = math.lcm(*counts)
     shifts = [abs(s.shift) for r in proto.roles for op in r.ops() for s in (op.bar, op.buffer)
               if s is not None] + [abs(b.start.c) for r in proto.roles for b in r.blocks]
-    return tuple(range(0, 2 * period + max(shifts, default=0) + 2))
+    return range(0, 2 * period + max(shifts, default=0) + 2)
+
+
+def trip_counts(proto: Protocol) -> tuple[int, ...]:
+    """`trip_count_range` as a tuple. Invariant: the parser bounded its length."""
+    return tuple(trip_count_range(proto))
 
 
 def verify_protocol(proto: Protocol) -> ProtocolVerdict:

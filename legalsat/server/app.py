@@ -87,8 +87,26 @@ def serve(settings: Settings) -> None:
 
     from legalsat.server.http import bounded_protocol
 
-    # a request head over max_header_bytes is refused while it arrives (legalsat.server.http)
+    # a request head over max_header_bytes or slower than head_timeout_s is refused while it
+    # arrives (legalsat.server.http); connections may use every file descriptor the system lets
+    # the process have, not the shell's soft limit
+    _raise_open_files_limit()
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                http=bounded_protocol(settings.max_header_bytes),
+                http=bounded_protocol(settings.max_header_bytes, settings.head_timeout_s),
                 log_level=settings.log_level, timeout_graceful_shutdown=settings.shutdown_grace_s,
                 access_log=False)
+
+
+def _raise_open_files_limit() -> None:
+    """The soft limit on open files raised to the hard one (often 1,024 against 524,288):
+    each connection holds a descriptor, and a slow client's stay is bounded by the head and
+    body timeouts, not by this count."""
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20),
+                                                        hard))
+    except (ImportError, ValueError, OSError):  # not POSIX, or not allowed: keep the limit
+        pass

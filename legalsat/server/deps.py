@@ -50,14 +50,15 @@ async def require_token(request: Request,
 
 
 async def read_body(request: Request) -> bytes:
-    """The request body: JSON only (415 for any other declared type, so that a web page
-    cannot post a form or text to the service), refused with 413 past
+    """The request body: JSON only (415 for any other declared type or none, so that a web
+    page cannot post a form, text or an untyped blob to the service), refused with 413 past
     LEGALSAT_MAX_BODY_BYTES (checked on the declared length first, then on the bytes
     received), with 408 when it does not arrive within LEGALSAT_BODY_TIMEOUT_S."""
     settings = request.app.state.settings
     kind = request.headers.get("content-type")
-    if kind is not None and not _is_json(kind):
-        raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, f"the body is declared as {kind[:80]!r}",
+    if kind is None or not _is_json(kind):  # untyped too: a page's fetch of a bare Blob sends none
+        raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, "the body has no Content-Type" if kind is None else
+                       f"the body is declared as {kind[:80]!r}",
                        "send the body as JSON with Content-Type: application/json")
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")

@@ -80,9 +80,16 @@ def queue_full() -> ApiError:
     return ApiError(429, Code.QUEUE_FULL, headers={"Retry-After": "1"})
 
 
-def deadline(ms: int, waited: bool) -> ApiError:
-    where = "waiting for a worker" if waited else "planning"
-    return ApiError(504, Code.DEADLINE_EXCEEDED, f"no answer within the deadline of {ms} ms (spent {where})")
+# what a client can change when its job ran past the deadline, per job kind (the catalogue's
+# fix is an optimize request's: options.timeout_ms, options.node_limit)
+_DEADLINE_FIX = {"verify_pipeline": "declare a smaller trip count (iterations): the pipeline's behaviour repeats "
+                                    "with its stage period; or retry when the service is less busy"}
+
+
+def deadline(ms: int, waited: bool, kind: str = "optimize") -> ApiError:
+    where = "waiting for a worker" if waited else "planning" if kind.startswith("optimize") else "verifying"
+    fix = "retry when the service is less busy" if waited else _DEADLINE_FIX.get(kind)
+    return ApiError(504, Code.DEADLINE_EXCEEDED, f"no answer within the deadline of {ms} ms (spent {where})", fix)
 
 
 def worker_lost() -> ApiError:

@@ -11,6 +11,7 @@ from legalsat.schemas.service import ErrorBody, Readiness
 from .conftest import SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
+JSON = {"Content-Type": "application/json"}
 DESC = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [4096, 1024],
         "global_strides": [8192], "box_dim": [64, 64], "swizzle": "128B"}
 
@@ -32,7 +33,8 @@ def test_optimize_plans_then_answers_from_the_cache(client):
     out = r.json()
     validate_response(out)
     assert out["request_id"] == "first" and out["status"] == "ok" and out["plans"]
-    r2 = client.post("/v1/optimize", content=json.dumps({**req, "request_id": "second"}, indent=3))
+    r2 = client.post("/v1/optimize", content=json.dumps({**req, "request_id": "second"}, indent=3),
+                     headers=JSON)
     assert r2.headers["x-legalsat-cache"] == "hit"
     again = r2.json()
     validate_response(again)
@@ -48,17 +50,17 @@ def test_optimize_term_form_and_invalid_inputs_name_the_field(client):
     bad["op"]["src"]["dtype"] = "bfloat61"
     e = error(client.post("/v1/optimize", json=bad), 422, "invalid_input", "op.src.dtype")
     assert "bfloat16" in e["message"]
-    error(client.post("/v1/optimize", content=b"{not json"), 422, "invalid_json")
+    error(client.post("/v1/optimize", content=b"{not json", headers=JSON), 422, "invalid_json")
     error(client.post("/v1/optimize", json=[1, 2]), 422, "invalid_input")
     e = error(client.post("/v1/optimize", json={**SMALL, "options": {"max_plan": 2}}), 422, "invalid_input")
     assert "max_plans" in e["message"]  # did-you-mean
 
 
 def test_body_over_the_limit_is_413(client):
-    r = client.post("/v1/optimize", content=b" " * ((1 << 20) + 1))
+    r = client.post("/v1/optimize", content=b" " * ((1 << 20) + 1), headers=JSON)
     error(r, 413, "too_large")
     # a chunked body without a length is counted as it arrives
-    r = client.post("/v1/descriptors/validate", content=iter([b" " * 65536] * 20))
+    r = client.post("/v1/descriptors/validate", content=iter([b" " * 65536] * 20), headers=JSON)
     error(r, 413, "too_large")
 
 
@@ -99,7 +101,7 @@ def test_bank_conflicts(client):
 
 def test_verify_pipeline(client):
     lines = (ROOT / "examples" / "pipelines.jsonl").read_text().splitlines()
-    verdicts = [client.post("/v1/verify/pipeline", content=line) for line in lines if line.strip()]
+    verdicts = [client.post("/v1/verify/pipeline", content=line, headers=JSON) for line in lines if line.strip()]
     assert all(r.status_code == 200 for r in verdicts)
     assert {r.json()["ok"] for r in verdicts} == {True, False}  # the examples include broken protocols
     error(client.post("/v1/verify/pipeline", json={"roles": []}), 422, "invalid_input")

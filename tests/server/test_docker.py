@@ -275,6 +275,7 @@ def test_image_install_and_start_commands_in_a_fresh_venv(tmp_path):
         probe = subprocess.run([str(bin_dir / "python"), *health[1:]], env={**env, **image_env}, timeout=30)
         assert probe.returncode == 0
         body = (ROOT / "examples" / "optimize_transpose.json").read_text()
-        r = httpx.post(srv.url + "/v1/optimize", content=body, timeout=60)
+        r = httpx.post(srv.url + "/v1/optimize", content=body, timeout=60,
+                       headers={"Content-Type": "application/json"})
         assert r.status_code == 200 and r.json()["status"] == "ok"
         assert sys.executable not in srv.command[0]  # really the fresh environment's legalsat

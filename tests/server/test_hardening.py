@@ -6,6 +6,7 @@ goes away mid-body is no 500, and a batch item fails alone."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -151,9 +152,17 @@ def _raw(url: str, data: bytes, wait: float = 5.0) -> bytes:
 
 
 def test_http_limits_hold_and_refusals_keep_the_error_shape():
-    with LiveServer(workers=1, cache_path="", body_timeout_s=1, max_header_bytes=8192,
+    with LiveServer(workers=1, cache_path="", body_timeout_s=1, head_timeout_s=1, max_header_bytes=8192,
                     allowed_hosts='["127.0.0.1", "legalsat.local"]', log_level="warning") as srv, \
             httpx.Client(base_url=srv.url, timeout=30) as c:
+        # a head that never ends, and a connection that never sends one, are cut off
+        t = time.perf_counter()
+        half = _raw(srv.url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: a", wait=10)
+        assert half.startswith(b"HTTP/1.1 408") and b'"head_timeout"' in half and time.perf_counter() - t < 5
+        t = time.perf_counter()
+        assert _raw(srv.url, b"", wait=10) == b"" and time.perf_counter() - t < 5
+        r = c.post("/v1/optimize", content=json.dumps(SMALL).encode())  # no Content-Type
+        assert r.status_code == 415 and "no Content-Type" in r.json()["error"]["message"]
         t = time.perf_counter()
         head = _raw(srv.url, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 100_000 + b"\r\n\r\n")
         assert head.startswith(b"HTTP/1.1 431") and b'"headers_too_large"' in head
@@ -192,3 +201,12 @@ def test_a_batch_item_fails_alone(server):
     out = r.json()
     assert [o["status"] for o in out] == ["ok", "error", "error", "error", "ok"]
     assert out[1]["error"]["field"] == "op.src.shape" and out[2]["request_id"] == "deep"
+
+
+def test_a_deadline_answer_names_what_its_route_can_change():
+    from legalsat.server.errors import deadline
+
+    verify = deadline(30_000, False, "verify_pipeline").detail
+    assert "iterations" in verify.fix and "node_limit" not in verify.fix and "verifying" in verify.message
+    assert "node_limit" in deadline(30_000, False, "optimize").detail.fix
+    assert "node_limit" not in deadline(30_000, True, "verify_pipeline").detail.fix  # waited: retry
