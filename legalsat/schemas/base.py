@@ -90,6 +90,44 @@ def _no_constants(name: str) -> object:
     raise ValueError(f"{name} is not JSON (no NaN or Infinity)")
 
 
+MAX_INT_DIGITS = 24  # past any 64-bit value a request holds (20 digits)
+
+
+class LongInt(int):
+    """A JSON integer of more digits than any request value has, kept as a stand-in of the
+    same sign past every bound (10^24), which prints as what it was: the validator's bounds
+    then refuse it naming its field, and no message ever converts thousands of digits
+    (Python refuses past 4,300, and the arithmetic on them costs time)."""
+
+    digits: int
+
+    def __new__(cls, text: str) -> LongInt:
+        neg = text.startswith("-")
+        out = super().__new__(cls, -10 ** MAX_INT_DIGITS if neg else 10 ** MAX_INT_DIGITS)
+        out.digits = len(text) - neg
+        return out
+
+    def __repr__(self) -> str:
+        return f"<{'a negative' if self < 0 else 'an'} integer of {self.digits} digits>"
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
+
+def shown_int(x: int) -> str:
+    """An integer for a message: a `LongInt` stand-in (which validation turns into a plain int)
+    as what it stood for."""
+    if abs(x) < 10 ** MAX_INT_DIGITS:
+        return str(x)
+    return f"{'a negative' if x < 0 else 'an'} integer of more than {MAX_INT_DIGITS} digits"
+
+
+def _bounded_int(text: str) -> int:
+    return int(text) if len(text) <= MAX_INT_DIGITS else LongInt(text)
+
+
 def load_json(text: str | bytes, what: str = "the input") -> object:
     """JSON text -> a value every step after can handle (see check_json_value), or an
     InputError (`invalid_json`). Bytes must be UTF-8 without a byte order mark (RFC 8259); an
@@ -105,7 +143,8 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
             raise Code.INVALID_JSON.error(f"{what} is not UTF-8 text: {e.reason} at byte {e.start}",
                                           "send JSON encoded as UTF-8") from None
     try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants,
+                         parse_int=_bounded_int)
     except RecursionError:
         raise Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels",
                                        "send the documented structure (no request nests this deep)") from None

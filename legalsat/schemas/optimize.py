@@ -18,7 +18,7 @@ from pydantic import BeforeValidator, Field, StrictBool, StrictInt, ValidationEr
 from legalsat.analyses.overlap import overlaps
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
-from legalsat.schemas.base import Strict, json_input
+from legalsat.schemas.base import Strict, json_input, shown_int
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -121,7 +121,8 @@ class Options(Strict):
     max_plans: Annotated[StrictInt, Field(ge=1, le=16)] = PlanOptions.max_plans
     timeout_ms: Annotated[StrictInt, Field(ge=1, le=600_000)] = PlanOptions.timeout_ms
     node_limit: Annotated[StrictInt, Field(ge=16, le=10_000_000)] = PlanOptions.node_limit
-    smem_bytes: Pos | None = Field(PlanOptions.smem_bytes, description="shared memory per block (default: the target's)")
+    smem_bytes: Pos | None = Field(PlanOptions.smem_bytes, description="shared memory per block, bytes (default: "
+                                   "the target's whole budget; at most that budget, 232448 on sm90)")
     explain: StrictBool = PlanOptions.explain
     keep_egraph: StrictBool = PlanOptions.keep_egraph
 
@@ -159,9 +160,15 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
         if n < 1:
             raise _bad(f"{field}.shape[{k}]", f"{field}.shape[{k}] is {n}; extents must be >= 1",
                        "a movement of an empty tensor has nothing to plan: skip it")
+    for name, values in (("shape", v.shape), ("strides", v.strides)):
+        for k, x in enumerate(values):  # one value past the memory bound: named before any product
+            if x >= MAX_BYTES:
+                raise _bad(f"{field}.{name}[{k}]", f"{field}.{name}[{k}] is {shown_int(x)}, past 2^40 (1 TiB): no GPU's "
+                           "memory holds a tensor that large", "check the shape and strides (strides are in "
+                           "elements, not bytes)")
     for k, s in enumerate(v.strides):
         if s < 0:
-            raise _bad(f"{field}.strides[{k}]", f"{field}.strides[{k}] is {s}; strides must be >= 0",
+            raise _bad(f"{field}.strides[{k}]", f"{field}.strides[{k}] is {shown_int(s)}; strides must be >= 0",
                        "describe a flipped dim by its positive stride and move the base")
     if v.base_align & (v.base_align - 1):
         raise _bad(f"{field}.base_align", f"{field}.base_align is {v.base_align}; it must be a power of two",
@@ -299,6 +306,10 @@ def parse_request(obj: object) -> PlanRequest:
     target = resolve_target(req.target)
     movement = _movement(req.op)
     options = PlanOptions(**req.options.model_dump())
+    if options.smem_bytes is not None and options.smem_bytes > target.smem_per_block_bytes:
+        raise _bad("options.smem_bytes", f"options.smem_bytes is {shown_int(options.smem_bytes)}; a block on "
+                   f"{target.name} has at most {target.smem_per_block_bytes} bytes of shared memory",
+                   f"give at most {target.smem_per_block_bytes}, or leave it out for the target's whole budget")
     views = [("op.src", movement.src)] + ([("op.dst", movement.dst)] if isinstance(movement, Copy) else [])
     warnings = tuple(w for field, v in views if (w := strides_in_bytes(v, field)) is not None)
     return PlanRequest(target, movement, options, op_to_sexp(req.op.model_dump()), req.request_id, warnings)

@@ -19,7 +19,14 @@ from legalsat.diagnostics import Code, InputError
 Sexp = str | int | list
 
 _TOKEN = re.compile(r"\s*(?:(\()|(\))|([^\s()]+))")
+_INT = re.compile(r"-?[0-9]+")  # ASCII digits only: int() would also read '١٢' and '１２'
 MAX_TERM_CHARS = 1 << 16
+# The planner's own terms nest one level per dim (TCons / DCons) inside a few wrappers: a
+# rank-16 view (the most a request has) nests about 21 deep. Deeper is no term legalsat writes.
+MAX_TERM_DEPTH = 32
+# Integers of a term are extents, strides, byte counts and options: 64-bit at most (20
+# digits); a longer one is refused here, before int() spends time on it or a message prints it.
+MAX_INT_DIGITS = 24
 
 
 def _err(message: str, fix: str) -> InputError:
@@ -50,16 +57,22 @@ def parse_sexp(text: str) -> Sexp:
     stack: list[list] = [[]]
     for t in toks:
         if t == "(":
-            if len(stack) > 16:
-                raise _err("term is nested too deeply", "a movement term nests at most a few levels")
+            if len(stack) > MAX_TERM_DEPTH:
+                raise _err(f"term nests deeper than {MAX_TERM_DEPTH} levels",
+                           "a movement term nests a few levels (its views' shapes and strides are flat lists)")
             stack.append([])
         elif t == ")":
             if len(stack) == 1:
                 raise _err("unbalanced ')' in term", "remove the extra ')'")
             done = stack.pop()
             stack[-1].append(done)
+        elif _INT.fullmatch(t):
+            if len(t.lstrip("-")) > MAX_INT_DIGITS:
+                raise _err(f"term holds an integer of {len(t.lstrip('-'))} digits (starting {t[:12]}...)",
+                           "give extents, strides and sizes as 64-bit integers")
+            stack[-1].append(int(t))
         else:
-            stack[-1].append(int(t) if re.fullmatch(r"-?\d+", t) else t)
+            stack[-1].append(t)
     if len(stack) != 1:
         raise _err("unbalanced '(' in term", "close every '(' with a ')'")
     if len(stack[0]) != 1:

@@ -22,7 +22,11 @@ def copy(src=None, dst=None, **extra):
     (copy(src={**V, "strides": [64]}), "op.src.strides"),
     (copy(src={**V, "shape": [0, 64]}), "op.src.shape[0]"),
     (copy(src={**V, "dtype": "bfloat61"}), "op.src.dtype"),
-    (copy(src={**V, "shape": [1 << 40, 1 << 30], "strides": [1 << 30, 1]}, dst={**V, "shape": [1 << 40, 1 << 30], "strides": [1 << 30, 1]}), "op.src.shape"),
+    (copy(src={**V, "shape": [1 << 40, 1 << 30], "strides": [1 << 30, 1]}, dst={**V, "shape": [1 << 40, 1 << 30], "strides": [1 << 30, 1]}), "op.src.shape[0]"),
+    (copy(src={**V, "shape": [1 << 20, 1 << 30], "strides": [1 << 30, 1]}, dst={**V, "shape": [1 << 20, 1 << 30], "strides": [1 << 30, 1]}), "op.src.shape"),
+    (copy(options={"smem_bytes": 232449}), "options.smem_bytes"),
+    (copy(options={"smem_bytes": 1 << 62}), "options.smem_bytes"),
+    (copy(target="gfx942", options={"smem_bytes": 65537}), "options.smem_bytes"),
     (copy(src={**V, "shape": [2] * 9, "strides": [1] * 9}), "op.src.shape"),
     (copy(dst={**V, "strides": [1, 1]}), "op.dst.strides"),
     (copy(dst={**V, "shape": [64, 32]}), "op.dst.shape"),
@@ -116,3 +120,34 @@ def test_tile_loads_take_what_compilers_send():
         assert parse_request(tile(dtype=dt)).movement.src.dtype.name == dt
     # the consumer's old spelling stays valid
     assert parse_request(tile("wgmma_b")).movement.consumer.kind.value == "wgmma_b"
+
+
+_COPY = ('{"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [%s, 4], "strides": [4, 1]}, '
+         '"dst": {"dtype": "float32", "shape": [4, 4], "strides": [4, %s]}}}')
+
+
+@pytest.mark.parametrize("text,field", [
+    (_COPY % ("9" * 4300, "1"), "op.src.shape[0]"),   # under CPython's 4,300-digit limit: products were over it
+    (_COPY % ("9" * 5000, "1"), "op.src.shape[0]"),   # over it: json.loads itself raised
+    (_COPY % ("4", "-" + "9" * 5000), "op.dst.strides[1]"),
+    ('{"term": "(copy (view float32 (%s 4) (4 1)) (view float32 (4 4) (4 1)))"}' % ("9" * 5000), "term"),
+    ('{"term": "(copy (view float32 (\\u0661\\u0662 4) (4 1)) (view float32 (4 4) (4 1)))"}', "term"),
+    ('{"term": "(copy (view float32 (\\uff11\\uff12 4) (4 1)) (view float32 (4 4) (4 1)))"}', "term"),
+], ids=["4300-digits", "5000-digits", "negative-5000", "term-5000", "arabic-indic", "fullwidth"])
+def test_numbers_no_request_holds_are_named_not_crashed_on(text, field):
+    with pytest.raises(InputError) as e:
+        parse_request(text)
+    assert e.value.headline.field == field and e.value.headline.fix
+    assert len(e.value.headline.message) < 400  # the digits are described, not printed
+
+
+def test_a_rank_16_tile_load_whose_dims_do_not_coalesce_plans():
+    """16 dims (the most a tile load's source has), none mergeable: the planner's own term
+    nests one level per dim, which the term reader must take."""
+    import legalsat
+
+    req = {"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [2] * 15 + [64],
+                                               "strides": [2 ** (20 - k) * 64 for k in range(15)] + [1]},
+                  "tile": [1] * 15 + [64], "consumer": "rows"}}
+    out = legalsat.optimize(req)
+    assert out["status"] == "ok" and out["plans"], out.get("rejected")
