@@ -93,5 +93,6 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     if keep:
         await call(state.cache, state.cache.put_egraph, meta["egraph_id"], json.loads(full), meta["snapshot"])
         return full, "kept"
-    await call(state.cache, state.cache.put, key, body)  # the worker's body has no request_id: stored as it is
+    if not meta.get("timed"):  # an answer the time budget cut short is not the request's answer for good
+        await call(state.cache, state.cache.put, key, body)  # the worker's body has no request_id: stored as it is
     return full, "miss"

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from legalsat.api import optimize, verify_pipeline
 from legalsat.diagnostics import Code, InputError, internal_error
+from legalsat.planner.reports import StopReason
 from legalsat.schemas.base import compact_json, model_json
 
 Answer = tuple[int, bytes, dict]
@@ -39,8 +40,20 @@ def _optimize(payload: dict) -> Answer:
         out["egraph"]["id"] = uuid.uuid4().hex
     meta = {"request_id": out.pop("request_id"), "enodes": out["egraph"]["enodes"],
             "eclasses": out["egraph"]["eclasses"], "stop_reason": out["egraph"]["stop_reason"],
-            "egraph_id": out["egraph"].get("id"), "snapshot": snapshot}
+            "egraph_id": out["egraph"].get("id"), "snapshot": snapshot, "timed": ran_out_of_time(out)}
     return 200, compact_json(out), meta
+
+
+# what a request's time budget cut short: its answer depends on how busy the machine was
+_TIMED = {Code.PLANNING_DEADLINE.value, Code.PROOF_BUDGET.value, Code.SOLVER_TIMEOUT.value}
+
+
+def ran_out_of_time(out: dict) -> bool:
+    """Whether an optimize response is what the time budget left (saturation stopped by it,
+    or a strategy rejected for want of time): another run, on a less busy machine or with
+    more time, may answer better, so the service does not cache it."""
+    return out["egraph"]["stop_reason"] == StopReason.TIME_LIMIT.value or any(
+        r["rule"] in _TIMED for rej in out.get("rejected", ()) for r in rej["reasons"])
 
 
 def _verify_pipeline(payload: dict) -> Answer:

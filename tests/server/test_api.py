@@ -8,7 +8,7 @@ from pathlib import Path
 from legalsat.schemas.plan import validate_response
 from legalsat.schemas.service import ErrorBody, Readiness
 
-from .conftest import SMALL
+from .conftest import RANK7_OP, SMALL
 
 ROOT = Path(__file__).resolve().parents[2]
 JSON = {"Content-Type": "application/json"}
@@ -24,6 +24,16 @@ def error(r, status: int, code: str, field: str | None = ...) -> dict:
     if field is not ...:
         assert body.field == field
     return r.json()["error"]
+
+
+def test_an_answer_the_time_budget_cut_short_is_not_cached(client):
+    """1 ms for the rank-7 slow request: saturation stops at the time limit; the next ask
+    plans again (it may have more time), never a hit of the cut-short answer."""
+    req = {"op": RANK7_OP, "options": {"timeout_ms": 1}, "request_id": "rushed"}
+    for _ in range(2):
+        r = client.post("/v1/optimize", json=req)
+        assert r.status_code == 200 and r.json()["egraph"]["stop_reason"] == "time_limit"
+        assert r.headers["x-legalsat-cache"] == "miss"
 
 
 def test_optimize_plans_then_answers_from_the_cache(client):
