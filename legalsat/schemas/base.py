@@ -49,6 +49,8 @@ def check_json_value(obj: object, what: str = "the input") -> object:
     stack: list[tuple[object, tuple, int]] = [(obj, (), 1)]
     while stack:
         value, path, depth = stack.pop()
+        if isinstance(value, (_Repeated, _Constant)):
+            _refuse_marker(value, path, what)
         if isinstance(value, str):
             try:
                 value.encode("utf-8")
@@ -77,17 +79,43 @@ def check_json_value(obj: object, what: str = "the input") -> object:
     return obj
 
 
+class _Repeated(dict):
+    """An object that repeats a key, kept while parsing so the walk can name where it is."""
+
+    key: str
+
+
+class _Constant(float):
+    """NaN / Infinity / -Infinity, kept while parsing so the walk can name where it is."""
+
+    name: str
+
+
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise ValueError(f"the key {dup!r} appears twice in one object")
+        out = _Repeated(pairs)
+        out.key = next(k for k, _ in pairs if k in seen or seen.add(k))
     return out
 
 
 def _no_constants(name: str) -> object:
-    raise ValueError(f"{name} is not JSON (no NaN or Infinity)")
+    out = _Constant(name.replace("Infinity", "inf"))
+    out.name = name
+    return out
+
+
+def _refuse_marker(value: object, path: tuple, what: str) -> None:
+    """InputError naming where a repeated key or a NaN / Infinity sits."""
+    where = field_path(path)
+    if isinstance(value, _Repeated):
+        raise Code.INVALID_JSON.error(f"the key {value.key!r} appears twice in {where or 'the top-level object'} "
+                                      "(which value counts is not the sender's choice)",
+                                      "send each key once", field_path((*path, value.key)))
+    if isinstance(value, _Constant):
+        raise Code.INVALID_JSON.error(f"{where or what} is {value.name}, which is not JSON",
+                                      "send a finite number (JSON has no NaN or Infinity)", where or None)
 
 
 MAX_INT_DIGITS = 24  # past any 64-bit value a request holds (20 digits)
@@ -101,11 +129,13 @@ class LongInt(int):
 
     digits: int
 
-    def __new__(cls, text: str) -> LongInt:
-        neg = text.startswith("-")
-        out = super().__new__(cls, -10 ** MAX_INT_DIGITS if neg else 10 ** MAX_INT_DIGITS)
-        out.digits = len(text) - neg
+    def __new__(cls, negative: bool, digits: int) -> LongInt:
+        out = super().__new__(cls, -10 ** MAX_INT_DIGITS if negative else 10 ** MAX_INT_DIGITS)
+        out.digits = digits
         return out
+
+    def __reduce__(self):  # a request travels to a planning worker pickled
+        return (LongInt, (self < 0, self.digits))
 
     def __repr__(self) -> str:
         return f"<{'a negative' if self < 0 else 'an'} integer of {self.digits} digits>"
@@ -125,7 +155,10 @@ def shown_int(x: int) -> str:
 
 
 def _bounded_int(text: str) -> int:
-    return int(text) if len(text) <= MAX_INT_DIGITS else LongInt(text)
+    if len(text) <= MAX_INT_DIGITS:
+        return int(text)
+    negative = text.startswith("-")
+    return LongInt(negative, len(text) - negative)
 
 
 def load_json(text: str | bytes, what: str = "the input") -> object:
@@ -143,16 +176,28 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
             raise Code.INVALID_JSON.error(f"{what} is not UTF-8 text: {e.reason} at byte {e.start}",
                                           "send JSON encoded as UTF-8") from None
     try:
-        obj = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants,
-                         parse_int=_bounded_int)
+        marked: list[object] = []  # a repeated key or a NaN: the walk below names where
+
+        def pairs(items: list[tuple[str, object]]) -> dict:
+            out = _no_duplicates(items)
+            if isinstance(out, _Repeated):
+                marked.append(out)
+            return out
+
+        def constant(name: str) -> object:
+            marked.append(name)
+            return _no_constants(name)
+
+        obj = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=_bounded_int)
     except RecursionError:
         raise Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels",
                                        "send the documented structure (no request nests this deep)") from None
     except ValueError as e:
         raise Code.INVALID_JSON.error(f"{what} is not valid JSON: {e}", "send one well-formed JSON value") from None
     # the walk only where it can find something: a lone surrogate comes only from a \\u escape
-    # (strict UTF-8 has none), and a text with few brackets cannot nest deep
-    if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH:
+    # (strict UTF-8 has none), a text with few brackets cannot nest deep, and a repeated key
+    # or NaN parses into a marker (named by the walk) only when the text has one
+    if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH or marked:
         check_json_value(obj, what)
     return obj
 

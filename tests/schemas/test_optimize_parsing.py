@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from legalsat.diagnostics import InputError
+from legalsat.diagnostics import Code, InputError
 from legalsat.schemas.optimize import parse_request
 from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
 
@@ -151,3 +151,25 @@ def test_a_rank_16_tile_load_whose_dims_do_not_coalesce_plans():
                   "tile": [1] * 15 + [64], "consumer": "rows"}}
     out = legalsat.optimize(req)
     assert out["status"] == "ok" and out["plans"], out.get("rejected")
+
+
+@pytest.mark.parametrize("text,field", [
+    ('{"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [4], "shape": [4], "strides": [1]}}}',
+     "op.src.shape"),
+    ('{"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [4, NaN], "strides": [4, 1]}}}',
+     "op.src.shape[1]"),
+    ('{"options": {"timeout_ms": -Infinity}}', "options.timeout_ms"),
+], ids=["repeated-key", "nan", "infinity"])
+def test_json_that_is_not_json_names_where(text, field):
+    with pytest.raises(InputError) as e:
+        parse_request(text)
+    assert e.value.headline.code is Code.INVALID_JSON and e.value.headline.field == field
+
+
+def test_a_long_integer_survives_the_trip_to_a_worker():
+    import pickle
+
+    from legalsat.schemas.base import load_json
+
+    v = pickle.loads(pickle.dumps(load_json("[" + "9" * 30 + ", -" + "9" * 40 + "]")))
+    assert [repr(x) for x in v] == ["<an integer of 30 digits>", "<a negative integer of 40 digits>"]
