@@ -137,7 +137,7 @@ class OptimizeRequest(Strict):
     request_id: Annotated[str, Field(max_length=MAX_REQUEST_ID)] | None = None
 
 
-def _bad(field: str, message: str, fix: str) -> InputError:
+def _bad(field: str | None, message: str, fix: str) -> InputError:
     return Code.INVALID_INPUT.error(message, fix, field)
 
 
@@ -288,15 +288,33 @@ def parse_request(obj: object) -> PlanRequest:
     """Validate a request (dict, JSON text or bytes) into a PlanRequest; raises InputError."""
     obj = json_input(obj, "the request")
     if isinstance(obj, OptimizeRequest):
+        return _parse(obj)
+    if not isinstance(obj, dict):
+        raise _bad(None, "a request must be a JSON object", 'send {"target": ..., "op": {...}}')
+    if obj.get("term") is None:
+        return _parse(obj)
+    if obj.get("op") is not None:
+        raise _bad("term", "the request gives both op and term", "send only one of them")
+    obj = {**obj, "op": op_from_sexp(obj["term"])}
+    del obj["term"]
+    try:
+        return _parse(obj)
+    except InputError as e:  # a term request has no op: its problems are the term's, the op path said in words
+        raise InputError([_in_term(d) for d in e.details]) from None
+
+
+def _in_term(d: Diagnostic) -> Diagnostic:
+    if not (d.field or "").startswith("op"):
+        return d
+    return Diagnostic(d.code, f"in the term, {d.message}" if d.message.startswith(d.field) else
+                      f"in the term ({d.field}): {d.message}", d.fix, "term", d.index)
+
+
+def _parse(obj: object) -> PlanRequest:
+    """`parse_request` of a dict (its term already read) or an OptimizeRequest."""
+    if isinstance(obj, OptimizeRequest):
         req = obj
     else:
-        if not isinstance(obj, dict):
-            raise _bad("", "a request must be a JSON object", 'send {"target": ..., "op": {...}}')
-        obj = dict(obj)
-        if obj.get("term") is not None:
-            if obj.get("op") is not None:
-                raise _bad("term", "the request gives both op and term", "send only one of them")
-            obj["op"] = op_from_sexp(obj.pop("term"))
         try:
             req = OptimizeRequest.model_validate(obj)
         except ValidationError as e:

@@ -29,14 +29,31 @@ _FIXES = {
     "missing": "add the field",
     "extra_forbidden": "remove the field, or check its spelling against the documented names",
     "int_type": "send a JSON integer (no quotes, no decimal point)",
+    "bool_type": "send true or false",
     "list_type": "send a JSON array",
     "literal_error": "use one of the documented spellings",
-    "greater_than_equal": "use a non-negative value",
-    "less_than_equal": "use a value that fits the field's range",
+    "greater_than_equal": "use a value >= {ge}",
+    "greater_than": "use a value > {gt}",
+    "less_than_equal": "use a value <= {le}",
+    "less_than": "use a value < {lt}",
+    "too_long": "send at most {max_length} of them",
+    "too_short": "send at least {min_length} of them",
+    "string_too_long": "send at most {max_length} characters",
+    "string_too_short": "send at least {min_length} characters",
     "model_type": "send a JSON object",
     "dict_type": "send a JSON object",
     "string_type": "send a JSON string",
 }
+# errors where a field's own hint (how to write the whole field) beats the generic fix
+_FIELD_LEVEL = {"union_tag_invalid", "union_tag_not_found", "model_attributes_type", "model_type", "dict_type"}
+
+
+def _fix_for(etype: str, ctx: dict) -> str | None:
+    fix = _FIXES.get(etype)
+    try:
+        return fix.format(**ctx) if fix else None
+    except (KeyError, IndexError):
+        return None
 
 
 def _did_you_mean(word: object, choices: list[str]) -> str:
@@ -71,7 +88,11 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         elif path and etype != "value_error":
             msg = f"{path}: {msg}"
         top = str(loc[0]) if loc else ""
-        fix = (hints or {}).get(top) or _FIXES.get(etype) or "correct the value"
+        hint = (hints or {}).get(top)
+        # a field's hint where the error is about the field as a whole; else the error's own fix
+        own = _fix_for(etype, e.get("ctx") or {})
+        fix = (hint if len(loc) <= 1 or etype in _FIELD_LEVEL else None) or own or hint or \
+            "give a value of the type and range the JSON Schema states for this field (legalsat schema)"
         if etype == "value_error" and e.get("ctx", {}).get("error") is not None:
             fix = getattr(e["ctx"]["error"], "fix", fix)
         out.append(Code.INVALID_INPUT.at(msg, fix, field=path))

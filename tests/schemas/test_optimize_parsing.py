@@ -173,3 +173,19 @@ def test_a_long_integer_survives_the_trip_to_a_worker():
 
     v = pickle.loads(pickle.dumps(load_json("[" + "9" * 30 + ", -" + "9" * 40 + "]")))
     assert [repr(x) for x in v] == ["<an integer of 30 digits>", "<a negative integer of 40 digits>"]
+
+
+def test_a_nested_field_gets_its_own_fix_not_the_op_hint():
+    src = {"dtype": "float32", "shape": [4, 4], "strides": [4, 1], "base_align": 0}
+    with pytest.raises(InputError) as e:
+        parse_request({"op": {"kind": "copy", "src": src, "dst": {**src, "base_align": 16}}})
+    assert e.value.headline.field == "op.src.base_align" and e.value.headline.fix == "use a value >= 1"
+    with pytest.raises(InputError) as e:
+        parse_request({"op": {"kind": "gathr"}})
+    assert e.value.headline.field == "op" and '"kind"' in e.value.headline.fix
+
+
+def test_a_term_requests_problems_name_the_term():
+    with pytest.raises(InputError) as e:
+        parse_request({"term": "(copy (view bfloat61 (4 4) (4 1)) (view bfloat16 (4 4) (4 1)))"})
+    assert e.value.headline.field == "term" and "op.src.dtype" in e.value.headline.message

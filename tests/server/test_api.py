@@ -82,7 +82,7 @@ def test_batch_answers_in_order_with_per_item_errors(client):
     assert [x["status"] for x in out] == ["ok", "error", "ok", "error"]
     validate_response(out[0])
     assert out[1]["error"]["field"].startswith("op") and out[2]["request_id"] == "third"
-    error(client.post("/v1/optimize/batch", json=[]), 422, "invalid_input")
+    error(client.post("/v1/optimize/batch", json=[]), 422, "invalid_input", None)  # no field: the body itself
     error(client.post("/v1/optimize/batch", json={"requests": []}), 422, "invalid_input")
 
 

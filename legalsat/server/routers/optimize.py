@@ -63,10 +63,10 @@ async def optimize_batch(request: Request, state: ServiceState = Depends(service
     limit = state.settings.max_batch_items
     if not items:
         raise ApiError(422, Code.INVALID_INPUT, "a batch is a non-empty JSON array of optimize requests",
-                       "send [{...}, {...}]; for one request use POST /v1/optimize", "")
+                       "send [{...}, {...}]; for one request use POST /v1/optimize")
     if len(items) > limit:
         raise ApiError(422, Code.INVALID_INPUT, f"the batch has {len(items)} requests; at most {limit}",
-                       f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)", "")
+                       f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)")
     if len(items) > state.pool.capacity_left:
         raise queue_full()
     parts = await asyncio.gather(*(_item(state, obj) for obj in items))
