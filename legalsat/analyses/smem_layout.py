@@ -35,7 +35,7 @@ def _check(x: TileAccess, lanes: int) -> int:
         raise _problem(f"vector of {x.vector} x {t.dtype.name} is {width_bits // 8} bytes per lane; "
                        "shared-memory accesses are 4, 8 or 16 bytes",
                        f"use vector {32 // ebits}, {64 // ebits} or {128 // ebits} for {t.dtype.name}",
-                       "access.vector")
+                       "vector")
     row_bytes = t.cols * ebits // 8
     if t.row_pitch_bytes < row_bytes:
         raise _problem(f"row_pitch_bytes {t.row_pitch_bytes} is less than a row "
@@ -48,7 +48,7 @@ def _check(x: TileAccess, lanes: int) -> int:
                        f"pad rows to a multiple of {width} bytes", "tile.row_pitch_bytes")
     if t.cols % x.vector:
         raise _problem(f"{t.cols} columns do not split into vectors of {x.vector}",
-                       f"use a vector that divides {t.cols}", "access.vector")
+                       f"use a vector that divides {t.cols}", "vector")
     if t.swizzle is not Swizzle.NONE and t.row_pitch_bytes % 128:
         raise _problem(f"swizzle {t.swizzle.value} needs rows in whole 128-byte units, got a "
                        f"{t.row_pitch_bytes}-byte pitch",
@@ -57,7 +57,7 @@ def _check(x: TileAccess, lanes: int) -> int:
     if x.pattern in (WarpPattern.LDMATRIX, WarpPattern.LDMATRIX_TRANS):
         if width != 16:
             raise _problem("ldmatrix reads 16-byte rows", f"use vector {128 // ebits}",
-                           "access.vector")
+                           "vector")
         if t.rows % 16 or row_bytes % 32:
             raise _problem("ldmatrix x4 walks 16-row x 32-byte blocks; the tile is "
                            f"{t.rows} rows x {row_bytes} bytes",

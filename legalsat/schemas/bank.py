@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, ValidationError
 
 from legalsat.analyses.bank_conflicts import BankReport
 from legalsat.analyses.smem_layout import TileReport
@@ -22,6 +22,13 @@ from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.smem import TILE_SWIZZLES, MemOp, SharedAccess, SmemTile, TileAccess, WarpPattern
 
 Offset = Annotated[StrictInt, Field(ge=0, lt=1 << 32)]
+
+
+def _no_float(v: object) -> object:
+    """Literal[4, 8, 16] alone takes 16.0 (it compares by equality)."""
+    if isinstance(v, float):
+        raise ValueError(f"{v!r} is a number with a decimal point; access_bytes is an integer")
+    return v
 SmemDType = Literal[tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)]  # type: ignore[valid-type]
 
 
@@ -33,7 +40,7 @@ class RawAccessIn(Strict):
                       "addresses": [16 * i for i in range(32)]}]})
 
     target: str | None = None
-    access_bytes: Literal[4, 8, 16]
+    access_bytes: Annotated[Literal[4, 8, 16], BeforeValidator(_no_float)]
     op: Literal["load", "store"]
     addresses: Annotated[list[Offset | None], Field(min_length=1, max_length=64)]
 
@@ -112,7 +119,7 @@ def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess |
             model = cls.model_validate(obj)
         except ValidationError as e:
             raise InputError(details_from_validation(e, _HINTS, list(cls.model_fields))) from None
-    target = resolve_target(model.target or default_target)
+    target = resolve_target(default_target if model.target is None else model.target)  # "" is no target
     if isinstance(model, RawAccessIn):
         return _raw_term(model, target), target
     t = model.tile
@@ -131,8 +138,13 @@ def _raw_term(model: RawAccessIn, target: Target) -> SharedAccess:
             f"addresses has {len(model.addresses)} entries; a {target.name} "
             f"{'wave' if lanes == 64 else 'warp'} has {lanes} lanes",
             f"give exactly {lanes} offsets (null for inactive lanes)", field="addresses"))
+    smem = target.smem_per_block_bytes
     for i, a in enumerate(model.addresses):
-        if a is not None and a % model.access_bytes:
+        if a is not None and a + model.access_bytes > smem:
+            problems.append(Code.INVALID_INPUT.at(
+                f"addresses[{i}] = {a}: the access ends past the {smem} bytes of shared memory a block has on "
+                f"{target.name}", f"give an offset below {smem - model.access_bytes + 1}", field=f"addresses[{i}]"))
+        elif a is not None and a % model.access_bytes:
             problems.append(Code.INVALID_INPUT.at(
                 f"addresses[{i}] = {a} is not aligned to the {model.access_bytes}-byte "
                 "access (the hardware faults on misaligned shared-memory accesses)",

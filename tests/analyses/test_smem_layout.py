@@ -86,7 +86,7 @@ def test_ldmatrix_on_swizzled_tile_is_conflict_free():
 
 
 @pytest.mark.parametrize("tile, pattern, vector, field", [
-    (SmemTile(DTYPES["bfloat16"], 16, 64, 128), WarpPattern.ROWS, 3, "access.vector"),
+    (SmemTile(DTYPES["bfloat16"], 16, 64, 128), WarpPattern.ROWS, 3, "vector"),
     (SmemTile(DTYPES["bfloat16"], 16, 64, 100), WarpPattern.ROWS, 8, "tile.row_pitch_bytes"),
     (SmemTile(DTYPES["bfloat16"], 16, 64, 136, Swizzle.B128), WarpPattern.ROWS, 8,
      "tile.row_pitch_bytes"),

@@ -59,3 +59,15 @@ def test_structured_report_has_per_access_breakdown():
     out = legalsat.analyze_bank_conflicts({"op": "load", "pattern": "cols", "vector": 8,
                                            "tile": {"dtype": "bfloat16", "shape": [64, 64]}})
     assert out.error is None and len(out.accesses) == 16 and out.conflict_ways == 8.0
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"access_bytes": 16.0}, "access_bytes"),        # Literal[4, 8, 16] compared 16.0 equal
+    ({"target": ""}, "target"),                      # was the server's default target
+    ({"addresses": [1 << 31] + [16 * i for i in range(1, 32)]}, "addresses[0]"),  # past shared memory
+], ids=["float-width", "empty-target", "address-past-smem"])
+def test_raw_requests_outside_what_the_hardware_has_are_named(change, field):
+    req = {"op": "load", "access_bytes": 16, "addresses": [16 * i for i in range(32)], **change}
+    with pytest.raises(InputError) as e:
+        legalsat.analyze_bank_conflicts(req)
+    assert e.value.headline.field == field and e.value.headline.fix
