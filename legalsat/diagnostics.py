@@ -67,6 +67,9 @@ class Code(Enum):
                               "send the body with Content-Type: application/json")
     BODY_TIMEOUT = ("body_timeout", Category.LIMIT, "the request body did not arrive in time",
                     "send the whole body at once")
+    BAD_HTTP = ("bad_http", Category.LIMIT, "the request is not well-formed HTTP/1.1",
+                "send a request line, headers of name: value with CRLF line ends, and at most one "
+                "Content-Length (or chunked encoding alone)")
     HEAD_TIMEOUT = ("head_timeout", Category.LIMIT, "the request line and headers did not arrive in time",
                     "send the whole request head at once (or raise LEGALSAT_HEAD_TIMEOUT_S on the server)")
     CLIENT_DISCONNECTED = ("client_disconnected", Category.SERVICE, "the client closed the connection before "

@@ -10,7 +10,8 @@ thousands of half-sent heads would exhaust the process's file descriptors, /heal
 included: a head must be complete LEGALSAT_HEAD_TIMEOUT_S after the connection was made or
 after the head's first byte (a kept-alive connection between requests is uvicorn's
 keep-alive timeout's), else 408 in the error shape, or a bare close when not one byte came,
-and the connection is closed. Everything else is uvicorn's.
+and the connection is closed. A request httptools cannot parse gets its 400 in the error shape
+too (uvicorn's is plain text). Everything else is uvicorn's.
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ def bounded_protocol(max_head_bytes: int, head_timeout_s: float = 10.0) -> type[
                     return
                 self._tail = seen[-(len(_END) - 1):]
             super().data_received(data)
+
+        def send_400_response(self, msg: str) -> None:  # httptools could not parse the request
+            self._answer(400, "Bad Request", Code.BAD_HTTP.at(f"{msg} (the HTTP parser stopped at it)"))
 
         def _refuse(self) -> None:
             self._answer(431, "Request Header Fields Too Large", Code.HEADERS_TOO_LARGE.at(

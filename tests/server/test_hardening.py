@@ -161,6 +161,11 @@ def test_http_limits_hold_and_refusals_keep_the_error_shape():
         assert half.startswith(b"HTTP/1.1 408") and b'"head_timeout"' in half and time.perf_counter() - t < 5
         t = time.perf_counter()
         assert _raw(srv.url, b"", wait=10) == b"" and time.perf_counter() - t < 5
+        for bad in (b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nNo colon here\r\n\r\n",
+                    b"POST /v1/optimize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 12a\r\n\r\n",
+                    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"):
+            answer = _raw(srv.url, bad)
+            assert answer.startswith(b"HTTP/1.1 400") and b'"bad_http"' in answer, answer[:200]
         r = c.post("/v1/optimize", content=json.dumps(SMALL).encode())  # no Content-Type
         assert r.status_code == 415 and "no Content-Type" in r.json()["error"]["message"]
         t = time.perf_counter()
