@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -119,6 +120,7 @@ def _refuse_marker(value: object, path: tuple, what: str) -> None:
 
 
 MAX_INT_DIGITS = 24  # past any 64-bit value a request holds (20 digits)
+_LONG_DIGITS = re.compile(f"[0-9]{{{MAX_INT_DIGITS + 1}}}")
 
 
 class LongInt(int):
@@ -188,7 +190,9 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
             marked.append(name)
             return _no_constants(name)
 
-        obj = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=_bounded_int)
+        # the integer hook costs a Python call per number: only where a long digit run is
+        long_ints = _bounded_int if _LONG_DIGITS.search(text) else None
+        obj = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=long_ints)
     except RecursionError:
         raise Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels",
                                        "send the documented structure (no request nests this deep)") from None
