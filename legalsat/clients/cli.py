@@ -21,8 +21,28 @@ from collections.abc import Callable
 
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.schemas.base import compact_json, model_json
-from legalsat.settings import get_settings
+from legalsat.settings import Settings, get_settings
 
+
+
+def _settings(flags: dict[str, str], **overrides: object) -> Settings:
+    """`get_settings`, its validation errors as InputError naming the flag (`flags`: setting
+    -> the command's flag) or the LEGALSAT_ variable each bad value came from."""
+    from pydantic import ValidationError
+
+    try:
+        return get_settings(**overrides)
+    except ValidationError as e:
+        problems = []
+        for err in e.errors(include_url=False):
+            name = str(err["loc"][0]) if err.get("loc") else ""
+            where = flags[name] if overrides.get(name) is not None and name in flags else f"LEGALSAT_{name.upper()}"
+            field = Settings.model_fields.get(name)
+            what = field.description if field is not None and field.description else name
+            msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
+            problems.append(Code.INVALID_INPUT.at(f"{where} is {err.get('input')!r}: {msg}",
+                                                  f"give {where} a valid value: {what}", field=where))
+        raise InputError(problems) from None
 
 def _open_input(path: str):
     return sys.stdin.buffer if path == "-" else open(path, "rb")
@@ -172,7 +192,7 @@ def _run_stream(args: argparse.Namespace) -> int:
     """Answer a JSON Lines stream for any command of _STREAMS."""
     from legalsat.clients.jsonl import run_stream
 
-    settings = get_settings(target=args.target, workers=args.workers)
+    settings = _settings({"target": "--target", "workers": "--workers"}, target=args.target, workers=args.workers)
     handler, shape_error = _STREAMS[args.command]
     handler(settings.target)  # fail fast on a bad target, before reading any input
     with _open_input(args.file) as f:
@@ -232,7 +252,7 @@ def _json_lines_hint(data: bytes, name: str) -> None:
 def _optimize(args: argparse.Namespace) -> int:
     from legalsat.api import optimize
 
-    settings = get_settings(target=args.target)
+    settings = _settings({"target": "--target"}, target=args.target)
     limit = settings.max_body_bytes
     with _open_input(args.file) as f:
         data = f.read(limit + 1)
@@ -279,7 +299,7 @@ def _batch(args: argparse.Namespace) -> int:
     of one request (planning is ~10-300 ms a line) and workers even for a pipe."""
     from legalsat.clients.jsonl import run_stream
 
-    settings = get_settings(workers=args.jobs, target=args.target)
+    settings = _settings({"workers": "--jobs", "target": "--target"}, workers=args.jobs, target=args.target)
     total = 0
     start = time.monotonic()
     bar = not args.quiet and sys.stderr.isatty()  # frames only on a terminal
@@ -355,10 +375,11 @@ def _emit(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from legalsat.server import serve
 
-    settings = get_settings(host=args.host, port=args.port, workers=args.workers,
-                            queue_size=args.queue_size, deadline_ms=args.deadline_ms,
-                            cache_path=args.cache_path, token=args.token, log_level=args.log_level,
-                            target=args.target)
+    settings = _settings({k: "--" + k.replace("_", "-") for k in Settings.model_fields},
+                         host=args.host, port=args.port, workers=args.workers,
+                         queue_size=args.queue_size, deadline_ms=args.deadline_ms,
+                         cache_path=args.cache_path, token=args.token, log_level=args.log_level,
+                         target=args.target)
     serve(settings)
     return 0
 

@@ -212,3 +212,15 @@ def test_optimize_given_json_lines_points_to_batch(tmp_path):
     r = run_cli("optimize", str(f))
     err = r.stderr.decode()
     assert r.returncode == 2 and "holds 2 JSON lines" in err and f"legalsat batch {f}" in err
+
+
+@pytest.mark.parametrize("args,env,named", [
+    (["batch", "-", "--jobs", "0"], {}, "--jobs"),
+    (["batch", "-"], {"LEGALSAT_WORKERS": "abc"}, "LEGALSAT_WORKERS"),
+    (["validate-descriptor", "--workers", "-1"], {}, "--workers"),
+], ids=["jobs-0", "env-workers", "workers-negative"])
+def test_a_bad_setting_is_named_not_a_traceback(args, env, named):
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", *args], input=b"", capture_output=True,
+                       env={**os.environ, **env})
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err and named in err and "fix:" in err, err
