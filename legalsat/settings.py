@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -98,7 +99,7 @@ class Settings(BaseSettings):
                                   description="memory (data) a planning worker may hold, MiB; a request needing "
                                               "more is answered memory_limit (default: 3/4 of the machine's, or "
                                               "its cgroup's, memory over the CPUs it may use)")
-    max_body_bytes: int = Field(1 << 20, ge=1024,
+    max_body_bytes: int = Field(1 << 20, ge=1024, le=1 << 31,
                                 description="largest request body / JSON line accepted, bytes")
     # --- service (legalsat serve) ---
     host: str = Field("127.0.0.1", description="address the service listens on")
@@ -144,8 +145,9 @@ class Settings(BaseSettings):
                                         description="e-nodes past which the viewer starts with e-classes collapsed")
     max_batch_items: int = Field(256, ge=1, le=100_000, description="requests in one batch")
     token: SecretStr | None = Field(None, description="bearer token every /v1 route requires (unset: open)")
-    shutdown_grace_s: float = Field(30.0, ge=0, description="how long shutdown waits for in-flight requests")
-    log_level: str = Field("info", description="uvicorn log level")
+    shutdown_grace_s: float = Field(30.0, ge=0, le=3600, description="how long shutdown waits for in-flight requests")
+    log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
+        "info", description="uvicorn log level: critical, error, warning, info, debug or trace")
 
     @field_validator("cache_url")
     @classmethod

@@ -67,3 +67,4 @@ def test_workers_and_worker_memory_default_to_what_the_process_may_use(tmp_path,
     s = get_settings()
     assert s.workers == 2
     assert s.worker_memory_mb == min(4096, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20) * 3 // 4 // 2
+

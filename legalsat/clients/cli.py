@@ -29,9 +29,19 @@ def _settings(flags: dict[str, str], **overrides: object) -> Settings:
     """`get_settings`, its validation errors as InputError naming the flag (`flags`: setting
     -> the command's flag) or the LEGALSAT_ variable each bad value came from."""
     from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from legalsat.targets import resolve_target
 
     try:
-        return get_settings(**overrides)
+        settings = get_settings(**overrides)
+        resolve_target(settings.target)  # InputError naming it, with the targets there are
+        return settings
+    except SettingsError as e:  # a variable that is not even of its type's syntax (a list not in JSON)
+        m = re.search(r'field "(\w+)"', str(e))
+        var = f"LEGALSAT_{m.group(1).upper()}" if m else "a LEGALSAT_ variable"
+        raise Code.INVALID_INPUT.error(f"{var} cannot be read: {e}", f"give {var} as the JSON its type needs "
+                                       '(a list as ["a", "b"])', var) from None
     except ValidationError as e:
         problems = []
         for err in e.errors(include_url=False):
@@ -217,11 +227,11 @@ def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> Non
 
 
 def _with_target(data: bytes, target: str) -> object:
-    """The request with `target` where it names none (anything else is left for validation)."""
-    try:
-        obj = json.loads(data)
-    except ValueError:
-        return data
+    """The request, parsed as the service parses a body (strict JSON: UTF-8 without a byte
+    order mark, no repeated key, no NaN, bounded nesting), with `target` where it names none."""
+    from legalsat.schemas.base import load_json
+
+    obj = load_json(data, "the request")
     if isinstance(obj, dict) and "target" not in obj:
         return {**obj, "target": target}
     return obj
@@ -229,18 +239,20 @@ def _with_target(data: bytes, target: str) -> object:
 
 def _json_lines_hint(data: bytes, name: str) -> None:
     """Raise a clear error when a JSON Lines file (several requests) is given to `optimize`."""
+    from legalsat.schemas.base import load_json
+
     try:
-        json.loads(data)
+        load_json(data)
         return
-    except ValueError:
+    except InputError:
         pass
     lines = [ln for ln in data.splitlines() if ln.strip()]
     if len(lines) < 2:
         return
     try:
         for ln in lines[:3]:
-            json.loads(ln)
-    except ValueError:
+            load_json(ln)
+    except InputError:
         return
     where = "stdin" if name == "-" else name
     raise Code.INVALID_JSON.error(
@@ -380,8 +392,30 @@ def _serve(args: argparse.Namespace) -> int:
                          queue_size=args.queue_size, deadline_ms=args.deadline_ms,
                          cache_path=args.cache_path, token=args.token, log_level=args.log_level,
                          target=args.target)
-    serve(settings)
+    if settings.cache_path and not settings.cache_url:
+        _check_writable(settings.cache_path, "--cache-path" if args.cache_path is not None else "LEGALSAT_CACHE_PATH")
+    try:
+        serve(settings)
+    except SystemExit as e:  # uvicorn could not start (an address in use, a host it cannot resolve): logged above
+        if e.code not in (None, 0):
+            print("legalsat: the service could not start (the reason is logged above)\n  fix: choose a free "
+                  "--port and a --host this machine has", file=sys.stderr)
+            return 2
     return 0
+
+
+def _check_writable(path: str, name: str) -> None:
+    """The plan cache's file can be created or opened for writing, before the service starts."""
+    from pathlib import Path
+
+    try:
+        Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        with open(Path(path).expanduser(), "ab"):
+            pass
+    except OSError as e:
+        raise Code.INVALID_INPUT.error(f"{name} {path!r} cannot be written: {e.strerror or e}",
+                                       f'give {name} a file in a writable directory, or "" to keep the cache in '
+                                       "memory", name) from None
 
 
 class _Version(argparse.Action):
@@ -490,10 +524,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt  # SIGTERM ends the command as Ctrl-C does: workers stopped, no traceback
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `legalsat` script; returns the process exit code."""
+    import signal
+
     args = build_parser().parse_args(argv)
     run: Callable[[argparse.Namespace], int] = args.run
+    if sys.stdout is None:  # started with stdout closed (`>&-`)
+        print("legalsat: stdout is closed\n  fix: give the command somewhere to write (a file, a pipe, "
+              "or /dev/null)", file=sys.stderr)
+        return 2
+    if args.run is not _serve:  # uvicorn handles the service's own signals
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return run(args)
     except InputError as e:
@@ -505,7 +554,26 @@ def main(argv: list[str] | None = None) -> int:
               "or - to read stdin", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into `head`: not an error of ours
+        _quiet_stdout()
         return 0
+    except OSError as e:  # a directory, no permission, a disk full or failing
+        what = f"{e.filename}: " if e.filename else "the output: " if e.errno == 28 else ""
+        print(f"legalsat: {what}{e.strerror or e}\n  fix: read from a readable file (or - for stdin) and write "
+              "where there is room and permission", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("legalsat: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: the interpreter's last flush would raise on the closed pipe."""
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -125,7 +125,8 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
             progress(done)
 
     make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method)))
-    with make_pool() as pool:
+    pool = make_pool()
+    try:
         inflight = 2 * getattr(pool, "size", workers)  # an executor that sizes itself (a Ray cluster) says so
         for first, chunk in _chunks(f, chunk_lines):
             pending.append((len(chunk), pool.submit(job, first, chunk)))
@@ -134,4 +135,20 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
                 write_oldest()
         while pending:
             write_oldest()
+    except BaseException:  # interrupted, or the output failed: stop the workers, do not wait for them
+        _stop(pool)
+        raise
+    pool.shutdown(wait=True)
     return n
+
+
+def _stop(pool: Executor) -> None:
+    """Cancel what has not started and end the workers now (a worker may be minutes into a
+    request): no process outlives an interrupted stream."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    terminate = getattr(pool, "terminate_workers", None)  # Python 3.14's ProcessPoolExecutor
+    if terminate is not None:
+        terminate()
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # 3.11-3.13: the same, by hand
+        proc.terminate()

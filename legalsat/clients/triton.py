@@ -263,6 +263,10 @@ class Kernel:
         count, bound = g.index_count, g.index_bound
         op = self.request_op
         self._check_view(src, op and op["src"], "src", "src")
+        for name, t in (("index", index), ("out", out)):
+            if not isinstance(t, torch.Tensor):
+                raise _arg_error(name, f"{name} is {'None' if t is None else 'a ' + type(t).__name__}, not a "
+                                 "torch.Tensor", f"pass {name} as a tensor: k(src, index, out)")
         for name, t in (("index", index), ("group", group)):
             if t is None:
                 continue

@@ -62,8 +62,8 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
     if not plans:
         raise plan_error("plans", "the response holds no plan (status infeasible)",
                          "read its `rejected` reasons and change the request")
-    if not 0 <= plan_index < len(plans):
-        raise plan_error("plan_index", f"plan_index {plan_index} is outside the response's {len(plans)} plans",
+    if type(plan_index) is not int or not 0 <= plan_index < len(plans):
+        raise plan_error("plan_index", f"plan_index {plan_index!r} is outside the response's {len(plans)} plans",
                          f"use 0..{len(plans) - 1}")
     return validate_plan(plans[plan_index]), obj.get("term")
 

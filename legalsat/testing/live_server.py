@@ -55,20 +55,7 @@ class LiveServer:
 
     def descendants(self) -> list[int]:
         """Every process under the server (forkserver, workers), from /proc."""
-        children: dict[int, list[int]] = {}
-        for d in Path("/proc").iterdir():
-            if d.name.isdigit():
-                try:
-                    ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    continue
-                children.setdefault(ppid, []).append(int(d.name))
-        out, todo = [], [self.proc.pid]
-        while todo:
-            for c in children.get(todo.pop(), []):
-                out.append(c)
-                todo.append(c)
-        return out
+        return descendants(self.proc.pid)
 
     def stop(self, timeout_s: float = 60.0) -> int:
         """SIGTERM (in-flight requests finish), then wait; returns the exit code."""
@@ -95,3 +82,21 @@ class LiveServer:
         self.kill()
         if self._log is not None:
             self._log.close()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid` (children, theirs, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d.name))
+    out, todo = [], [pid]
+    while todo:
+        for c in children.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out

@@ -224,3 +224,44 @@ def test_a_bad_setting_is_named_not_a_traceback(args, env, named):
                        env={**os.environ, **env})
     err = r.stderr.decode()
     assert r.returncode == 2 and "Traceback" not in err and named in err and "fix:" in err, err
+
+
+@pytest.mark.parametrize("case", ["directory", "full-disk", "bom", "repeated-key", "deep"])
+def test_what_cannot_be_read_or_written_is_named_not_a_traceback(tmp_path, case):
+    req = b'{"term": "(copy (view float32 (4 4) (4 1)) (view float32 (4 4) (1 4)))"}'
+    path, out = tmp_path / "req.json", None
+    path.write_bytes({"bom": b"\xef\xbb\xbf" + req, "repeated-key": req[:-1] + b', "term": "x"}',
+                      "deep": b"[" * 5000 + b"]" * 5000}.get(case, req))
+    if case == "directory":
+        path = tmp_path
+    if case == "full-disk":
+        if not os.path.exists("/dev/full"):
+            pytest.skip("no /dev/full")
+        out = open("/dev/full", "wb")
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "optimize", str(path)], stdout=out or
+                       subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err and "fix:" in err, err
+
+
+def test_sigterm_stops_a_batch_and_its_workers(tmp_path):
+    """SIGTERM ends `batch` as Ctrl-C does: exit 130, no traceback, no worker left planning."""
+    import signal
+    import time
+
+    from legalsat.testing.live_server import descendants
+    from legalsat.testing.planner_suite import reordered_copy
+
+    slow = json.dumps({"op": reordered_copy(), "options": {"node_limit": 400_000, "timeout_ms": 60_000}})
+    (tmp_path / "in.jsonl").write_text((slow + "\n") * 8)
+    proc = subprocess.Popen([sys.executable, "-m", "legalsat.clients.cli", "batch", str(tmp_path / "in.jsonl"),
+                             "-o", str(tmp_path / "out.jsonl"), "--jobs", "2", "--quiet"], stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(descendants(proc.pid)) < 2 and time.monotonic() < deadline:  # its workers are planning
+        time.sleep(0.1)
+    kids = descendants(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and b"Traceback" not in err, err
+    time.sleep(2)
+    assert not [k for k in kids if os.path.exists(f"/proc/{k}") and b"python" in open(f"/proc/{k}/cmdline", "rb").read()]
