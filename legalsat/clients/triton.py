@@ -154,13 +154,19 @@ class Kernel:
         elif self.plan.pieces and self.plan.pieces[0].element_bytes % t.element_size():
             raise _arg_error(name, f"{name} has {t.element_size()}-byte elements; the plan moves "
                              f"{self.plan.pieces[0].element_bytes}-byte ones", "pass the tensor the plan was made for")
-        if view is not None:
-            if list(t.shape) != list(view["shape"]) or list(t.stride()) != list(view["strides"]):
-                raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
-                                 f"is for shape {view['shape']} strides {view['strides']}",
-                                 "pass the view the plan was made for, or plan this view")
-            return
+        if view is not None and (list(t.shape) != list(view["shape"]) or list(t.stride()) != list(view["strides"])):
+            raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
+                             f"is for shape {view['shape']} strides {view['strides']}",
+                             "pass the view the plan was made for, or plan this view")
+        # the pieces' reach too, request or not: a plan edited after planning may reach past the
+        # view (into the rest of its storage) or past the storage
         reach = self._reach[side]
+        if view is not None:
+            spans = span(t.shape, t.stride()) * t.element_size() if t.numel() else 0
+            if reach > spans:
+                raise _arg_error(name, f"the plan's pieces reach {reach} bytes past {name}'s first element; the "
+                                 f"request's view of {name} spans {spans}: the plan is not the request's",
+                                 "plan the request again (a plan edited after planning no longer fits its views)")
         have = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
         if reach > have:
             raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name} has {have}",

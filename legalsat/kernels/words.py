@@ -87,6 +87,14 @@ def word_piece(piece: PieceOut, field: str) -> WordPiece:
                          "1, 2, 4, 8 or 16-byte elements")
     w = word_bytes(eb)
     lanes = eb // w
+    for j, d in enumerate(piece.dims):  # what the kernel's addresses are made of: never below a base
+        for name, v, low in (("extent", d.extent, 1), ("src_stride", d.src_stride, 0), ("dst_stride", d.dst_stride, 0)):
+            if v < low:
+                raise plan_error(f"{field}.dims[{j}].{name}", f"{field}.dims[{j}].{name} is {v}; a plan's "
+                                 f"{'extents are at least 1' if low else 'strides are at least 0'}")
+    for name in ("src_offset_bytes", "dst_offset_bytes"):
+        if getattr(piece, name) < 0:
+            raise plan_error(f"{field}.{name}", f"{field}.{name} is {getattr(piece, name)}; offsets are at least 0")
     dims = [WordDim(d.extent, d.src_stride * lanes, d.dst_stride * lanes) for d in piece.dims]
     tile = list(piece.tile)
     if len(tile) != len(dims):

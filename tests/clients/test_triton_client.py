@@ -78,3 +78,35 @@ def test_a_dropped_source_takes_its_tile_descriptor_with_it(client):
     del src, first
     gc.collect()
     assert not k._descs
+
+
+def test_a_plan_edited_past_its_views_does_not_run(client, monkeypatch):
+    """A response whose plan was edited after planning (a piece made longer, a stride made
+    negative) is refused before any store: it would write past dst's view into the rest of its
+    storage, or below its base."""
+    import copy
+
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+    from legalsat.testing.planner_suite import view
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    resp = optimize({"target": "sm90", "op": {"kind": "copy", "src": view("float32", (64, 64)),
+                                              "dst": view("float32", (64, 64), (1, 64))}})
+    longer = copy.deepcopy(resp)
+    longer["plans"][0]["pieces"][0]["dims"][-1]["extent"] *= 2
+    k = build_kernel(longer)
+    room = torch.full((4 * 4096,), -7.0)  # dst's storage is larger than its view
+    src = torch.arange(4096, dtype=torch.float32).view(64, 64)
+    with pytest.raises(InputError) as e:
+        k(src, torch.as_strided(room, (64, 64), (1, 64)))
+    assert "not the request's" in e.value.headline.message
+    assert (room[4096:] == -7).all()
+    negative = copy.deepcopy(resp)
+    negative["plans"][0]["pieces"][0]["dims"][0]["src_stride"] = -64
+    with pytest.raises(InputError) as e:
+        build_kernel(negative)
+    assert e.value.headline.field.endswith("dims[0].src_stride")
