@@ -136,14 +136,30 @@ def _plan_error(err: InputError) -> bytes:
     and its line number."""
     from legalsat.schemas.service import error_item
 
-    rid = None
+    return compact_json(error_item(err, _request_id_of(getattr(err, "text", b"") or b""),
+                                   getattr(err, "line", None)))
+
+
+_REQUEST_ID = re.compile(rb'"request_id"\s*:\s*("(?:[^"\\]|\\.){0,256}")')
+
+
+def _request_id_of(text: bytes) -> str | None:
+    """The request_id a line names, however broken the rest of it is: parsed leniently (any
+    number, NaN, repeated keys), else (a line nesting too deep to parse) the first
+    `"request_id": "..."` in it."""
+    obj = None
     try:
-        obj = json.loads(getattr(err, "text", b"") or b"null")
-        if isinstance(obj, dict) and isinstance(obj.get("request_id"), str):
-            rid = obj["request_id"][:256]
+        obj = json.loads(text, parse_int=lambda s: 0, parse_constant=lambda s: None)
     except (ValueError, UnicodeDecodeError, RecursionError):
-        pass
-    return compact_json(error_item(err, rid, getattr(err, "line", None)))
+        m = _REQUEST_ID.search(text[:1 << 20])
+        if m:
+            try:
+                return json.loads(m.group(1))[:256]
+            except (ValueError, UnicodeDecodeError):
+                return None
+    if isinstance(obj, dict) and isinstance(obj.get("request_id"), str):
+        return obj["request_id"][:256]
+    return None
 
 
 def lost_chunk(first: int, lines: list[bytes], why: str) -> bytes:
@@ -331,6 +347,9 @@ def _batch(args: argparse.Namespace) -> int:
         # actors: --jobs; else a local instance gets the usable CPUs, a cluster one actor per CPU of its own
         actors = args.jobs or (settings.workers if args.ray == "local" else None)
         pool = functools.partial(RayExecutor, args.ray, actors, lost_chunk)
+    if args.output != "-" and args.file != "-" and _same_file(args.file, args.output):
+        raise Code.INVALID_INPUT.error(f"-o {args.output} is the input file: writing it would erase the requests "
+                                       "before they are read", "write the answers to another file", "-o")
     raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
     out = _BatchOutput(raw)
     try:
@@ -402,6 +421,15 @@ def _serve(args: argparse.Namespace) -> int:
                   "--port and a --host this machine has", file=sys.stderr)
             return 2
     return 0
+
+
+def _same_file(a: str, b: str) -> bool:
+    import os
+
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # the output does not exist yet (or the input does not: reported when it is opened)
+        return False
 
 
 def _check_writable(path: str, name: str) -> None:
@@ -550,8 +578,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"legalsat: {d.message}\n  fix: {d.fix}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:
-        print(f"legalsat: no such file: {e.filename}\n  fix: pass an existing JSON Lines file, "
-              "or - to read stdin", file=sys.stderr)
+        print(f"legalsat: no such file or directory: {e.filename}\n  fix: pass an existing input file (or - to "
+              "read stdin), and an output path whose directory exists", file=sys.stderr)
         return 2
     except BrokenPipeError:  # e.g. piped into `head`: not an error of ours
         _quiet_stdout()

@@ -304,7 +304,7 @@ def parse_request(obj: object) -> PlanRequest:
 
 
 def _in_term(d: Diagnostic) -> Diagnostic:
-    if not (d.field or "").startswith("op"):
+    if not (d.field == "op" or (d.field or "").startswith(("op.", "op["))):
         return d
     return Diagnostic(d.code, f"in the term, {d.message}" if d.message.startswith(d.field) else
                       f"in the term ({d.field}): {d.message}", d.fix, "term", d.index)

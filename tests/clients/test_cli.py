@@ -265,3 +265,24 @@ def test_sigterm_stops_a_batch_and_its_workers(tmp_path):
     assert proc.returncode == 130 and b"Traceback" not in err, err
     time.sleep(2)
     assert not [k for k in kids if os.path.exists(f"/proc/{k}") and b"python" in open(f"/proc/{k}/cmdline", "rb").read()]
+
+
+def test_batch_error_lines_keep_the_request_id_of_lines_that_do_not_parse(tmp_path):
+    term = '"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"'
+    lines = ['{"request_id": "nan", %s, "options": {"timeout_ms": NaN}}' % term,
+             '{"request_id": "long", %s, "options": {"timeout_ms": %s}}' % (term, "9" * 5000),
+             '{"request_id": "deep", %s, "options": %s}' % (term, "[" * 3000 + "]" * 3000),
+             '{"request_id": "twice", %s, "options": {}, "options": {}}' % term]
+    (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
+    r = run_cli("batch", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--quiet")
+    out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert r.returncode == 4 and [o["request_id"] for o in out] == ["nan", "long", "deep", "twice"]
+    assert all(o["status"] == "error" and o["error"]["code"] != "internal" for o in out), out
+
+
+def test_batch_refuses_to_write_over_its_input(tmp_path):
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}\n')
+    before = src.read_bytes()
+    r = run_cli("batch", str(src), "-o", str(src), "--quiet")
+    assert r.returncode == 2 and b"input file" in r.stderr and src.read_bytes() == before
