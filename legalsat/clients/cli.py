@@ -385,13 +385,14 @@ def _schema(args: argparse.Namespace) -> int:
 def _emit(args: argparse.Namespace) -> int:
     from legalsat.kernels import emit, select_plan
 
+    from legalsat.schemas.base import load_json
+
     with _open_input(args.file) as f:
         text = f.read()
-    try:
-        obj = json.loads(text)
-    except ValueError as e:
-        raise Code.INVALID_JSON.error(f"{args.file} is not JSON: {e}",
-                                      "pass a plan or an optimize response as JSON") from None
+    obj = load_json(text, "stdin" if args.file == "-" else args.file)
+    if args.plan and isinstance(obj, dict) and "plans" not in obj:
+        raise Code.INVALID_INPUT.error(f"--plan {args.plan} picks a plan of a response, but {args.file} holds one plan",
+                                       "leave out --plan, or pass the whole optimize response", "--plan")
     plan, _ = select_plan(obj, args.plan)
     emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)
@@ -575,7 +576,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args)
     except InputError as e:
         d = e.headline
-        print(f"legalsat: {d.message}\n  fix: {d.fix}", file=sys.stderr)
+        where = f"{d.field}: " if d.field and d.field not in d.message else ""
+        print(f"legalsat: {where}{d.message}\n  fix: {d.fix}", file=sys.stderr)
         return 2
     except FileNotFoundError as e:
         print(f"legalsat: no such file or directory: {e.filename}\n  fix: pass an existing input file (or - to "

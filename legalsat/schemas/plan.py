@@ -10,7 +10,7 @@ dim first, `global_strides` in bytes with rank-1 entries).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -21,6 +21,8 @@ from legalsat.terms.strategy import Strategy
 
 StrategyName = Literal[tuple(s.value for s in Strategy)]  # type: ignore[valid-type]
 KindName = Literal[tuple(k.value for k in MovementKind)]  # type: ignore[valid-type]
+Warps = Literal[1, 2, 4, 8, 16, 32]  # a program's warps: a power of two (Triton's num_warps)
+AccessBytes = Literal[1, 2, 4, 8, 16]  # one access's width
 
 
 class ReasonOut(Out):
@@ -99,9 +101,9 @@ class CostOut(Out):
 class DimOut(Out):
     """One dim of a piece: its extent and its stride on each side (in elements of the piece)."""
 
-    extent: int = Field(description="number of elements along the dim")
-    src_stride: int = Field(description="stride in the source, in elements of element_bytes")
-    dst_stride: int = Field(description="stride in the destination, in elements of element_bytes")
+    extent: int = Field(ge=1, lt=1 << 40, description="number of elements along the dim")
+    src_stride: int = Field(ge=0, description="stride in the source, in elements of element_bytes")
+    dst_stride: int = Field(ge=0, description="stride in the destination, in elements of element_bytes")
 
 
 class PieceOut(Out):
@@ -113,14 +115,15 @@ class PieceOut(Out):
     element_bytes: int = Field(description="bytes per element of this piece (contiguous runs widened, up to 16)")
     dims: list[DimOut] = Field(description="the region's dims, outermost first")
     strategy: StrategyName = Field(description="how this piece is moved (a ragged tail may be direct)")
-    tile: list[int] = Field(description="elements per program: per dim (tiled strategies) or one flat block; "
+    tile: list[Annotated[int, Field(ge=1)]] = Field(description="elements per program: per dim (tiled strategies) "
+                                                    "or one flat block; "
                             "for a gather, index entries per program, and for one along an inner axis (whose "
                             "entries are the output's contiguous dim) also the slab elements per program")
-    grid: list[int] = Field(description="programs to launch")
-    num_warps: int = Field(description="warps per program")
-    vector_bytes: int = Field(description="bytes per load access")
-    store_vector_bytes: int | None = Field(None, description="bytes per store access, when they differ")
-    num_stages: int | None = Field(None, description="pipeline stages of a TMA piece")
+    grid: list[Annotated[int, Field(ge=1)]] = Field(description="programs to launch")
+    num_warps: Warps = Field(description="warps per program")
+    vector_bytes: AccessBytes = Field(description="bytes per load access")
+    store_vector_bytes: AccessBytes | None = Field(None, description="bytes per store access, when they differ")
+    num_stages: Annotated[int, Field(ge=1)] | None = Field(None, description="pipeline stages of a TMA piece")
     descriptors: list[DescriptorOut] | None = Field(None, description="the piece's TMA descriptors")
     smem: SmemOut | None = Field(None, description="the piece's shared-memory tile")
     async_: AsyncOut | None = Field(None, alias="async", description="the piece's asynchronous protocol")
@@ -254,8 +257,8 @@ class PlanOut(Out):
                       "the README's 'The term language'")
     tile: list[int] = Field(description="the core piece's tile")
     grid: list[int] = Field(description="the core piece's grid")
-    num_warps: int = Field(description="the core piece's warps per program")
-    num_stages: int = Field(description="pipeline stages (1 when not pipelined)")
+    num_warps: Warps = Field(description="the core piece's warps per program")
+    num_stages: Annotated[int, Field(ge=1)] = Field(description="pipeline stages (1 when not pipelined)")
     smem_budget_bytes: int = Field(description="shared memory per block the plan's fields fit (options.smem_bytes, "
                                    "or the target's limit)")
     vector_bytes: int | None = Field(description="the core piece's bytes per access")

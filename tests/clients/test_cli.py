@@ -286,3 +286,24 @@ def test_batch_refuses_to_write_over_its_input(tmp_path):
     before = src.read_bytes()
     r = run_cli("batch", str(src), "-o", str(src), "--quiet")
     assert r.returncode == 2 and b"input file" in r.stderr and src.read_bytes() == before
+
+
+@pytest.mark.parametrize("edit,field", [
+    (lambda p: p["pieces"][0].update(num_warps=3), "pieces[0].num_warps"),
+    (lambda p: p["pieces"][0].update(vector_bytes=7), "pieces[0].vector_bytes"),
+    (lambda p: p["pieces"][0].update(tile=[-1]), "pieces[0].tile[0]"),
+    (lambda p: p["pieces"][0]["dims"][0].update(extent=0), "pieces[0].dims[0].extent"),
+    (lambda p: p["pieces"][0]["dims"][0].update(src_stride=-4), "pieces[0].dims[0].src_stride"),
+], ids=["warps-3", "vector-7", "tile-negative", "extent-0", "stride-negative"])
+def test_emit_names_what_an_edited_plan_got_wrong(tmp_path, edit, field):
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import view
+
+    plan = optimize({"op": {"kind": "copy", "src": view("float32", (64, 64)), "dst": view("float32", (64, 64), (1, 64))},
+                     "options": {"max_plans": 1}})["plans"][0]
+    edit(plan)
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    r = run_cli("emit", str(tmp_path / "plan.json"))
+    assert r.returncode == 2 and field.encode() in r.stderr and b"Traceback" not in r.stderr, r.stderr
+    r = run_cli("emit", str(tmp_path / "plan.json"), "--plan", "2")
+    assert r.returncode == 2 and b"--plan" in r.stderr
