@@ -50,6 +50,23 @@ class _ChunkActor:
         return os.getpid()
 
 
+def _reachable(address: str, timeout_s: float = 5.0) -> None:
+    """A "host:port" or "ray://host:port" address answers a TCP connection within `timeout_s`
+    (ray.init retries an unreachable one for minutes); InputError naming --ray otherwise."""
+    import socket
+
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit():  # "auto" and the like: Ray finds the cluster itself
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+    except OSError as e:
+        raise Code.INVALID_INPUT.error(f"no Ray cluster answers at {address}: {e.strerror or e}",
+                                       "start the cluster (ray start --head) and pass its address, or --ray local "
+                                       "for a Ray instance on this machine", "--ray") from None
+
+
 class RayExecutor(Executor):
     """`actors` Ray actors on the cluster at `address` ("local": a Ray instance started here,
     with `actors` CPUs; otherwise what `ray.init(address=...)` takes: "auto", "host:port",
@@ -66,6 +83,7 @@ class RayExecutor(Executor):
                 ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False,
                          configure_logging=False, logging_level=logging.WARNING)
             else:
+                _reachable(address)
                 ray.init(address=address, log_to_driver=False, configure_logging=False,
                          logging_level=logging.WARNING)
             self._started = True

@@ -122,3 +122,18 @@ def test_actors_default_to_the_clusters_cpus_and_bound_the_work_in_flight(ray, t
                        executor=make)
     assert n == len(lines) and pools[0].size == cpus
     assert 2 < most <= 2 * cpus  # more than one worker's two chunks were in flight
+
+
+def test_an_unreachable_cluster_is_named_at_once(tmp_path):
+    """ray.init retries an address nothing answers at for minutes: the batch says so first."""
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("ray")
+    (tmp_path / "in.jsonl").write_text('{"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}\n')
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "batch", str(tmp_path / "in.jsonl"), "--ray",
+                        "127.0.0.1:1", "-o", str(tmp_path / "out.jsonl"), "--quiet"], capture_output=True, timeout=120)
+    assert r.returncode == 2 and b"--ray" in r.stderr and b"Traceback" not in r.stderr, r.stderr
+    assert time.perf_counter() - t < 60
