@@ -24,7 +24,6 @@ from legalsat.schemas.base import compact_json, model_json
 from legalsat.settings import Settings, get_settings
 
 
-
 def _settings(flags: dict[str, str], **overrides: object) -> Settings:
     """`get_settings`, its validation errors as InputError naming the flag (`flags`: setting
     -> the command's flag) or the LEGALSAT_ variable each bad value came from."""
@@ -384,7 +383,6 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _emit(args: argparse.Namespace) -> int:
     from legalsat.kernels import emit, select_plan
-
     from legalsat.schemas.base import load_json
 
     with _open_input(args.file) as f:

@@ -269,10 +269,11 @@ def test_sigterm_stops_a_batch_and_its_workers(tmp_path):
 
 def test_batch_error_lines_keep_the_request_id_of_lines_that_do_not_parse(tmp_path):
     term = '"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"'
-    lines = ['{"request_id": "nan", %s, "options": {"timeout_ms": NaN}}' % term,
-             '{"request_id": "long", %s, "options": {"timeout_ms": %s}}' % (term, "9" * 5000),
-             '{"request_id": "deep", %s, "options": %s}' % (term, "[" * 3000 + "]" * 3000),
-             '{"request_id": "twice", %s, "options": {}, "options": {}}' % term]
+    def line(rid: str, options: str) -> str:  # JSON text json.dumps cannot write
+        return '{"request_id": "' + rid + '", ' + term + ', "options": ' + options + "}"
+
+    lines = [line("nan", '{"timeout_ms": NaN}'), line("long", '{"timeout_ms": ' + "9" * 5000 + "}"),
+             line("deep", "[" * 3000 + "]" * 3000), line("twice", '{}, "options": {}')]
     (tmp_path / "in.jsonl").write_text("\n".join(lines) + "\n")
     r = run_cli("batch", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--quiet")
     out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
