@@ -23,6 +23,7 @@ StrategyName = Literal[tuple(s.value for s in Strategy)]  # type: ignore[valid-t
 KindName = Literal[tuple(k.value for k in MovementKind)]  # type: ignore[valid-type]
 Warps = Literal[1, 2, 4, 8, 16, 32]  # a program's warps: a power of two (Triton's num_warps)
 AccessBytes = Literal[1, 2, 4, 8, 16]  # one access's width
+SwizzleName = Literal["none", "32B", "64B", "128B"]  # TMA's shared-memory swizzles
 
 
 class ReasonOut(Out):
@@ -46,7 +47,7 @@ class DescriptorOut(Out):
     box_dim: list[int] = Field(description="box extent of each dim, innermost first (1-256)")
     element_strides: list[int] = Field(description="traversal stride of each dim (1 = dense)")
     interleave: str = Field(description="none, 16B or 32B")
-    swizzle: str = Field(description="none, 32B, 64B or 128B: how the box lands in shared memory")
+    swizzle: SwizzleName = Field(description="none, 32B, 64B or 128B: how the box lands in shared memory")
     l2_promotion: str = Field(description="none, 64B, 128B or 256B")
     oob_fill: str = Field(description="none (out-of-bounds elements read as zero) or nan_request_zero_fma")
     role: Literal["load", "store"] = Field(description="load: global -> shared; store: shared -> global")
@@ -57,7 +58,7 @@ class SmemOut(Out):
 
     bytes_per_stage: int = Field(description="bytes of one stage's tile (padding included)")
     stages: int = Field(description="pipeline stages (buffers in flight)")
-    swizzle: str = Field(description="TMA swizzle of the tile: none, 32B, 64B or 128B")
+    swizzle: SwizzleName = Field(description="TMA swizzle of the tile: none, 32B, 64B or 128B")
     padding_bytes: int = Field(description="bytes added to each row of the tile (0: none)")
     write_conflict_ways: float | None = Field(description="bank-conflict ways of the writes into the tile "
                                               "(1.0 = conflict-free; null: not modelled)")
@@ -185,7 +186,7 @@ class StageLayoutOut(Out):
 
     dims: list[LayoutDimOut] = Field(description="the stage's dims, innermost (contiguous) first")
     element_bytes: int = Field(description="bytes per element")
-    swizzle: str = Field(description="none, 32B, 64B or 128B")
+    swizzle: SwizzleName = Field(description="none, 32B, 64B or 128B")
 
 
 class TileBoxOut(Out):
@@ -210,7 +211,7 @@ class WgmmaOut(Out):
 
     major: Literal["k", "mn"] = Field(description="the dim contiguous in shared memory (trans-a/b 0 for K-major)")
     layout_type: int = Field(description="descriptor bits 62-63: 0 interleave, 1 128B, 2 64B, 3 32B swizzle")
-    swizzle: str = Field(description="the stage's swizzle")
+    swizzle: SwizzleName = Field(description="the stage's swizzle: none, 32B, 64B or 128B")
     lbo_bytes: int = Field(description="leading dimension byte offset")
     sbo_bytes: int = Field(description="stride dimension byte offset")
     k_slices: list[KSliceOut] = Field(description="per instruction k-slice (32 bytes of K), its start and base offset")

@@ -246,3 +246,40 @@ def test_gathers_index_in_int32_where_every_offset_fits():
     assert "mask=ok[None, :], other=0)" in small and "x, mask=(k < 1000)[None, :])" in small
     huge = emit(optimize(gather("rows", view("bfloat16", (2000000, 8192)), 0, 1000))["plans"][0]).source
     assert "pid = tl.program_id(0).to(tl.int64)" in huge and "idx = iv.to(tl.int64)" in huge
+
+
+def _string_leaves(obj, path=()):
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _string_leaves(v, (*path, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _string_leaves(v, (*path, i))
+    elif isinstance(obj, str):
+        yield path
+
+
+@pytest.mark.parametrize("name", ["transpose-4096sq-fp32", "embedding-32000x4096-bf16", "wgmma-a-128x64-bf16"])
+def test_no_string_of_a_plan_reaches_the_kernel_source_as_code(name):
+    """Every string of a plan (a response may come from anywhere) set to Python: emitting either
+    refuses the plan naming the field, or writes a source without it. Nothing raises otherwise."""
+    import copy
+
+    from legalsat.api import optimize
+    from legalsat.kernels import emit, select_plan
+    from legalsat.testing.planner_suite import suite_request
+
+    payload = 'x"); __import__("os").system("id") #'
+    plan = optimize(suite_request(name))["plans"][0]
+    for path in _string_leaves(plan):
+        edited = copy.deepcopy(plan)
+        cur = edited
+        for k in path[:-1]:
+            cur = cur[k]
+        cur[path[-1]] = payload
+        for variant in ("tl", "gluon") if plan["strategy"] == "tma" else ("tl",):
+            try:
+                source = emit(select_plan(edited)[0], variant).source
+            except InputError:
+                continue
+            assert "__import__" not in source, (path, variant)
