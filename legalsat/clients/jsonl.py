@@ -124,7 +124,8 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
         if progress:
             progress(done)
 
-    make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method)))
+    make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method),
+                                                         initializer=_ignore_interrupts))
     pool = make_pool()
     try:
         inflight = 2 * getattr(pool, "size", workers)  # an executor that sizes itself (a Ray cluster) says so
@@ -140,6 +141,15 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
         raise
     pool.shutdown(wait=True)
     return n
+
+
+def _ignore_interrupts() -> None:
+    """A worker leaves Ctrl-C (SIGINT to the whole process group) to the parent, which stops
+    it: a worker interrupted inside the pool's result queue would hold its lock and hang the
+    parent's shutdown."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _stop(pool: Executor) -> None:

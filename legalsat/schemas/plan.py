@@ -24,6 +24,8 @@ KindName = Literal[tuple(k.value for k in MovementKind)]  # type: ignore[valid-t
 Warps = Literal[1, 2, 4, 8, 16, 32]  # a program's warps: a power of two (Triton's num_warps)
 AccessBytes = Literal[1, 2, 4, 8, 16]  # one access's width
 SwizzleName = Literal["none", "32B", "64B", "128B"]  # TMA's shared-memory swizzles
+# pipeline stages: past what any shared memory holds (a stage is at least a 16-byte box)
+Stages = Annotated[int, Field(ge=1, le=64)]
 
 
 class ReasonOut(Out):
@@ -124,7 +126,7 @@ class PieceOut(Out):
     num_warps: Warps = Field(description="warps per program")
     vector_bytes: AccessBytes = Field(description="bytes per load access")
     store_vector_bytes: AccessBytes | None = Field(None, description="bytes per store access, when they differ")
-    num_stages: Annotated[int, Field(ge=1)] | None = Field(None, description="pipeline stages of a TMA piece")
+    num_stages: Stages | None = Field(None, description="pipeline stages of a TMA piece")
     descriptors: list[DescriptorOut] | None = Field(None, description="the piece's TMA descriptors")
     smem: SmemOut | None = Field(None, description="the piece's shared-memory tile")
     async_: AsyncOut | None = Field(None, alias="async", description="the piece's asynchronous protocol")
@@ -155,7 +157,7 @@ class GatherOut(Out):
     distribution: str = Field(description="what the request says about the index values")
     unit: int = Field(description="consecutive positions along the axis one index selects (a page, or 1)")
     slab_bytes: int = Field(description="bytes one index moves")
-    rows_per_program: int = Field(description="index entries per program")
+    rows_per_program: int = Field(ge=1, le=1 << 24, description="index entries per program")
     axis: int = Field(description="the gathered axis of the source")
     index_bound: int = Field(description="valid index values are 0 .. index_bound-1")
     src_index_stride_bytes: int = Field(description="bytes between the slabs of index values i and i+1 in the source")
@@ -172,8 +174,8 @@ class LayoutDimOut(Out):
 
     parts: list[list[int]] = Field(description="[tile dim, multiplier] pairs: tile index i lands at position "
                                    "p = sum(i[dim] * multiplier) along this dim")
-    box: int = Field(description="elements of one box along it")
-    boxes: int = Field(description="boxes along it per tile")
+    box: int = Field(ge=1, le=256, description="elements of one box along it (TMA boxes are 1-256)")
+    boxes: int = Field(ge=1, le=1 << 24, description="boxes along it per tile")
     stride: int = Field(description="elements between neighbours inside a box")
     box_stride: int = Field(description="elements between neighbouring boxes along it")
 
@@ -259,7 +261,7 @@ class PlanOut(Out):
     tile: list[int] = Field(description="the core piece's tile")
     grid: list[int] = Field(description="the core piece's grid")
     num_warps: Warps = Field(description="the core piece's warps per program")
-    num_stages: Annotated[int, Field(ge=1)] = Field(description="pipeline stages (1 when not pipelined)")
+    num_stages: Stages = Field(description="pipeline stages (1 when not pipelined)")
     smem_budget_bytes: int = Field(description="shared memory per block the plan's fields fit (options.smem_bytes, "
                                    "or the target's limit)")
     vector_bytes: int | None = Field(description="the core piece's bytes per access")

@@ -309,7 +309,8 @@ def test_batch_refuses_to_write_over_its_input(tmp_path):
     (lambda p: p["pieces"][0].update(tile=[-1]), "pieces[0].tile[0]"),
     (lambda p: p["pieces"][0]["dims"][0].update(extent=0), "pieces[0].dims[0].extent"),
     (lambda p: p["pieces"][0]["dims"][0].update(src_stride=-4), "pieces[0].dims[0].src_stride"),
-], ids=["warps-3", "vector-7", "tile-negative", "extent-0", "stride-negative"])
+    (lambda p: p.update(num_stages=10 ** 20), "num_stages"),  # the tile emitter stepped it down one by one
+], ids=["warps-3", "vector-7", "tile-negative", "extent-0", "stride-negative", "stages-huge"])
 def test_emit_names_what_an_edited_plan_got_wrong(tmp_path, edit, field):
     from legalsat.api import optimize
     from legalsat.testing.planner_suite import view
@@ -322,3 +323,23 @@ def test_emit_names_what_an_edited_plan_got_wrong(tmp_path, edit, field):
     assert r.returncode == 2 and field.encode() in r.stderr and b"Traceback" not in r.stderr, r.stderr
     r = run_cli("emit", str(tmp_path / "plan.json"), "--plan", "2")
     assert r.returncode == 2 and b"--plan" in r.stderr
+
+
+def test_ctrl_c_stops_a_batch_cleanly_every_time(tmp_path):
+    """SIGINT to the whole process group (a terminal's Ctrl-C): the workers leave it to the
+    parent, which stops them; a worker interrupted inside the pool's queue used to hang it."""
+    import signal
+    import time
+
+    from legalsat.testing.planner_suite import reordered_copy
+
+    slow = json.dumps({"op": reordered_copy(), "options": {"node_limit": 400_000, "timeout_ms": 60_000}})
+    (tmp_path / "in.jsonl").write_text((slow + "\n") * 8)
+    for delay in (0.8, 1.6, 2.4):
+        proc = subprocess.Popen([sys.executable, "-m", "legalsat.clients.cli", "batch", str(tmp_path / "in.jsonl"),
+                                 "-o", str(tmp_path / "out.jsonl"), "--jobs", "2", "--quiet"],
+                                stderr=subprocess.PIPE, start_new_session=True)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and b"Traceback" not in err, err
