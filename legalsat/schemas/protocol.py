@@ -75,8 +75,8 @@ Count = Annotated[StrictInt, Field(ge=-MAX_TRIP, le=MAX_TRIP)] | Literal["N"] | 
 # The verifier's work, bounded before it runs: each run (one trip count) unrolls the protocol
 # into operations whose happens-before sets and read/write pairs grow with the square of their
 # number, so the bound is on the sum over the trip counts checked of (operations per run)^2.
-# 2.5e8: about a second on a 2-core machine (Gluon's tutorial pipeline at 1,024 iterations,
-# 11,266 operations, 0.6 s; at 4,096, 45,058 operations, 20 s).
+# 2.5e8: 1-2 s of verification on the 2-core development machine at the bound
+# (`python -m benchmarks.bench_protocol_verify --bound`, benchmarks/RESULTS.md).
 MAX_VERIFY_WORK = 250_000_000
 MAX_TRIP_COUNTS = 4096  # trip counts checked when none is declared (2 x the lcm of the stage counts)
 
@@ -259,20 +259,28 @@ class _Builder:
                      "declare the trip count to check (iterations), or give the barrier and buffer arrays stage "
                      "counts with a small common multiple")
             return
-        work, worst = 0, (0, 0, [])
-        for n in trips:
-            sizes = [(max(0, b.count.at(n)) * len(b.ops), f"roles[{ri}].blocks[{bi}].count")
-                     for ri, r in enumerate(proto.roles) for bi, b in enumerate(r.blocks)]
-            total = sum(k for k, _ in sizes)
-            work += total * total
-            worst = max(worst, (total, n, sizes), key=lambda w: w[0])
+        work, (total, n, sizes) = verify_work(proto, trips)
         if work > MAX_VERIFY_WORK:
-            total, n, sizes = worst
-            self.bad(max(sizes, key=lambda s: s[0])[1], f"the protocol unrolls into {total} operations at trip count {n} and is "
-                     f"checked at {len(trips)} trip count(s): verifying it is {work / MAX_VERIFY_WORK:.1f}x the work "
-                     f"the verifier does at most (the sum over trip counts of the squared operations per run, "
-                     f"{MAX_VERIFY_WORK:.3g})", "verify a smaller trip count (iterations), or fewer iterations per "
-                     "block: the pipeline's behaviour repeats with its stage period")
+            self.bad(max(sizes, key=lambda s: s[0])[1], f"the protocol unrolls into {total} operations at trip "
+                     f"count {n} and is checked at {len(trips)} trip count(s): verifying it is "
+                     f"{work / MAX_VERIFY_WORK:.1f}x the work the verifier does at most (the sum over trip counts "
+                     f"of the squared operations per run, {MAX_VERIFY_WORK:.3g})", "verify a smaller trip count "
+                     "(iterations), or fewer iterations per block: the pipeline's behaviour repeats with its stage "
+                     "period")
+
+
+def verify_work(proto: Protocol, trips: range) -> tuple[int, tuple[int, int, list[tuple[int, str]]]]:
+    """The verifier's work on `proto` over `trips` (the sum of each run's unrolled operations,
+    squared; guards ignored, so an upper bound) and its largest run: (operations, trip count,
+    (operations, field) per block)."""
+    work, worst = 0, (0, 0, [])
+    for n in trips:
+        sizes = [(max(0, b.count.at(n)) * len(b.ops), f"roles[{ri}].blocks[{bi}].count")
+                 for ri, r in enumerate(proto.roles) for bi, b in enumerate(r.blocks)]
+        total = sum(k for k, _ in sizes)
+        work += total * total
+        worst = max(worst, (total, n, sizes), key=lambda w: w[0])
+    return work, worst
 
 
 def _name(ref) -> str | None:

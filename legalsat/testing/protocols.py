@@ -77,6 +77,16 @@ def warp_specialized(stages: int, box: int = 16384) -> Protocol:
                               Op(K.INVALIDATE, bar=Slot("empty", all_slots=True))))
 
 
+def arrivals(roles: int, count: int, bar_counts: tuple[int, ...] = (64,)) -> dict:
+    """`roles` roles of `count` iterations of 6 arrivals on the first of barrier arrays of
+    `bar_counts` stages, as JSON: it checks nothing but unrolls into many operations, at every
+    trip count up to 2 x the lcm of the stage counts (no iterations are declared)."""
+    bars = [{"name": f"b{k}", "count": c, "arrivals": roles * 6} for k, c in enumerate(bar_counts)]
+    return {"barriers": bars, "buffers": [],
+            "roles": [{"name": f"r{r}", "blocks": [{"count": count, "ops": [{"op": "arrive", "bar": "b0"}] * 6}]}
+                      for r in range(roles)]}
+
+
 def correct_protocols() -> list[Protocol]:
     out = [gluon_elementwise_add_tma(s) for s in (1, 2, 3, 4)] + [warp_specialized(s) for s in (1, 2, 4)]
     for roles in (1, 2):

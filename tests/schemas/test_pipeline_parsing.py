@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import legalsat
 from legalsat.diagnostics import InputError
 from legalsat.schemas.protocol import PipelineVerdictOut
-from legalsat.testing.protocols import protocol_json, warp_specialized
+from legalsat.testing.protocols import arrivals, protocol_json, warp_specialized
 
 
 def verdict_or_error(obj) -> PipelineVerdictOut | InputError:
@@ -79,15 +79,6 @@ def test_shorthands():
     assert [v.rule for v in legalsat.verify_pipeline(proto).violations] == ["tx_mismatch"]
 
 
-def _arrivals(roles: int, count: int, bar_counts: list[int], iterations=None) -> dict:
-    """`roles` roles of `count` iterations of 6 arrivals each (a protocol that checks nothing
-    but unrolls into many operations), over barrier arrays of `bar_counts` stages."""
-    bars = [{"name": f"b{k}", "count": c, "arrivals": roles * 6} for k, c in enumerate(bar_counts)]
-    return {"iterations": iterations, "barriers": bars, "buffers": [],
-            "roles": [{"name": f"r{r}", "blocks": [{"count": count, "ops": [{"op": "arrive", "bar": "b0"}] * 6}]}
-                      for r in range(roles)]}
-
-
 def test_verification_past_its_work_bound_is_refused_before_it_runs():
     """8 roles x 4,096 x 6 operations is under 200,000 per run, but undeclared iterations
     make the verifier run it at every trip count of 2 x lcm(stages) + 2: minutes of work."""
@@ -95,11 +86,11 @@ def test_verification_past_its_work_bound_is_refused_before_it_runs():
 
     t = time.perf_counter()
     with pytest.raises(InputError) as e:
-        legalsat.verify_pipeline(_arrivals(8, 4096, [64]))
+        legalsat.verify_pipeline(arrivals(8, 4096))
     assert e.value.headline.field == "roles[0].blocks[0].count" and "trip count" in e.value.headline.message
     # stage counts whose common multiple is huge: refused without enumerating the trip counts
     with pytest.raises(InputError) as e:
-        legalsat.verify_pipeline(_arrivals(1, 1, [64, 63, 61, 59, 53]))
+        legalsat.verify_pipeline(arrivals(1, 1, (64, 63, 61, 59, 53)))
     assert e.value.headline.field == "iterations"
     assert time.perf_counter() - t < 5
-    assert legalsat.verify_pipeline(_arrivals(8, 20, [64])).trip_counts  # under the bound: verified
+    assert legalsat.verify_pipeline(arrivals(8, 20)).trip_counts  # under the bound: verified
