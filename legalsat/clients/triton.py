@@ -30,8 +30,9 @@ import torch
 from legalsat.diagnostics import Code, InputError
 from legalsat.kernels import default_variant, emit, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
-from legalsat.kernels.words import word_piece
+from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
+from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
 from legalsat.terms.movement import MovementKind
 from legalsat.terms.sexpr import op_from_sexp
@@ -127,6 +128,14 @@ class Kernel:
         pieces = [word_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces)]
         self._reach = {side: max(((wp.src_offset if side == "src" else wp.dst_offset) + wp.span(side)) * wp.word
                                  for wp in pieces) for side in ("src", "dst")}
+        for side, view in (request_op or {}).items():  # once: a call's tensors must match these views
+            if side in self._reach and isinstance(view, dict) and "strides" in view:
+                spans = span(view["shape"], view["strides"]) * ELEMENT_TYPES[view["dtype"]].storage_bits // 8
+                if self._reach[side] > spans:
+                    raise plan_error("pieces", f"the plan's pieces reach {self._reach[side]} bytes past {side}'s "
+                                     f"first element; the request's view of {side} spans {spans}: the plan is not "
+                                     "the request's", "plan the request again (a plan edited after planning no "
+                                     "longer fits its views)")
 
     @property
     def source(self) -> str:
@@ -158,15 +167,8 @@ class Kernel:
             raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
                              f"is for shape {view['shape']} strides {view['strides']}",
                              "pass the view the plan was made for, or plan this view")
-        # the pieces' reach too, request or not: a plan edited after planning may reach past the
-        # view (into the rest of its storage) or past the storage
+        # the pieces' reach against the storage (against the request's views: when the kernel was built)
         reach = self._reach[side]
-        if view is not None:
-            spans = span(t.shape, t.stride()) * t.element_size() if t.numel() else 0
-            if reach > spans:
-                raise _arg_error(name, f"the plan's pieces reach {reach} bytes past {name}'s first element; the "
-                                 f"request's view of {name} spans {spans}: the plan is not the request's",
-                                 "plan the request again (a plan edited after planning no longer fits its views)")
         have = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
         if reach > have:
             raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name} has {have}",

@@ -82,7 +82,7 @@ def test_a_dropped_source_takes_its_tile_descriptor_with_it(client):
 
 def test_a_plan_edited_past_its_views_does_not_run(client, monkeypatch):
     """A response whose plan was edited after planning (a piece made longer, a stride made
-    negative) is refused before any store: it would write past dst's view into the rest of its
+    negative) is refused before any store (when its kernel is built): it would write past dst's view into the rest of its
     storage, or below its base."""
     import copy
 
@@ -98,11 +98,10 @@ def test_a_plan_edited_past_its_views_does_not_run(client, monkeypatch):
                                               "dst": view("float32", (64, 64), (1, 64))}})
     longer = copy.deepcopy(resp)
     longer["plans"][0]["pieces"][0]["dims"][-1]["extent"] *= 2
-    k = build_kernel(longer)
     room = torch.full((4 * 4096,), -7.0)  # dst's storage is larger than its view
     src = torch.arange(4096, dtype=torch.float32).view(64, 64)
-    with pytest.raises(InputError) as e:
-        k(src, torch.as_strided(room, (64, 64), (1, 64)))
+    with pytest.raises(InputError) as e:  # refused when built, against the request's views
+        build_kernel(longer)(src, torch.as_strided(room, (64, 64), (1, 64)))
     assert "not the request's" in e.value.headline.message
     assert (room[4096:] == -7).all()
     negative = copy.deepcopy(resp)
