@@ -241,26 +241,25 @@ def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> Non
     p.set_defaults(run=_run_stream)
 
 
-def _with_target(data: bytes, target: str) -> object:
-    """The request, parsed as the service parses a body (strict JSON: UTF-8 without a byte
-    order mark, no repeated key, no NaN, bounded nesting), with `target` where it names none."""
+def _with_target(data: bytes, target: str) -> dict:
+    """The request, parsed once as the service parses a body (strict JSON: UTF-8 without a
+    byte order mark, no repeated key, no NaN, bounded nesting; a JSON object, not a string
+    holding one), with `target` where it names none."""
     from legalsat.schemas.base import load_json
 
     obj = load_json(data, "the request")
-    if isinstance(obj, dict) and "target" not in obj:
-        return {**obj, "target": target}
-    return obj
+    if not isinstance(obj, dict):
+        got = "a string" if isinstance(obj, str) else "null" if obj is None else f"a {type(obj).__name__}"
+        raise Code.INVALID_INPUT.error(f"the request is {got}, not a JSON object",
+                                       'send one request object, {"op": {...}} (not a string holding one)')
+    return obj if "target" in obj else {**obj, "target": target}
 
 
 def _json_lines_hint(data: bytes, name: str) -> None:
-    """Raise a clear error when a JSON Lines file (several requests) is given to `optimize`."""
+    """Raise a clear error when what did not parse as one request is a JSON Lines file
+    (several requests) given to `optimize`."""
     from legalsat.schemas.base import load_json
 
-    try:
-        load_json(data)
-        return
-    except InputError:
-        pass
     lines = [ln for ln in data.splitlines() if ln.strip()]
     if len(lines) < 2:
         return
@@ -286,9 +285,12 @@ def _optimize(args: argparse.Namespace) -> int:
     if len(data) > limit:
         raise Code.TOO_LARGE.error(f"the request is over {limit} bytes",
                                    "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")
-    _json_lines_hint(data, args.file)
-    request = _with_target(data, settings.target)
-    if args.format == "summary" and isinstance(request, dict):  # the table's "why" is the planner's explain
+    try:
+        request = _with_target(data, settings.target)
+    except InputError:
+        _json_lines_hint(data, args.file)  # the likelier mistake, when it is one
+        raise
+    if args.format == "summary":  # the table's "why" is the planner's explain
         options = request.get("options")
         request = {**request, "options": {**(options if isinstance(options, dict) else {}), "explain": True}}
     if args.stage:

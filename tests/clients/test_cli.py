@@ -343,3 +343,10 @@ def test_ctrl_c_stops_a_batch_cleanly_every_time(tmp_path):
         os.killpg(proc.pid, signal.SIGINT)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130 and b"Traceback" not in err, err
+
+
+def test_optimize_takes_a_request_object_not_a_string_holding_one(tmp_path):
+    req = {"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}
+    for text in (json.dumps(json.dumps(req)), '"hello"'):
+        r = run_cli("optimize", "-", stdin=text.encode())
+        assert r.returncode == 2 and b"a string, not a JSON object" in r.stderr, r.stderr
