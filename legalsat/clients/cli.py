@@ -53,6 +53,7 @@ def _settings(flags: dict[str, str], **overrides: object) -> Settings:
                                                   f"give {where} a valid value: {what}", field=where))
         raise InputError(problems) from None
 
+
 def _open_input(path: str):
     return sys.stdin.buffer if path == "-" else open(path, "rb")
 

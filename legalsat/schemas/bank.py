@@ -29,6 +29,8 @@ def _no_float(v: object) -> object:
     if isinstance(v, float):
         raise ValueError(f"{v!r} is a number with a decimal point; access_bytes is an integer")
     return v
+
+
 SmemDType = Literal[tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)]  # type: ignore[valid-type]
 
 
