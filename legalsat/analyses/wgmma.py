@@ -30,6 +30,15 @@ LAYOUT_TYPE = {Swizzle.NONE: 0, Swizzle.B128: 1, Swizzle.B64: 2, Swizzle.B32: 3}
 ELEMENTS = frozenset({"float16", "bfloat16", "float32", "float32_ftz", "tfloat32", "tfloat32_ftz",
                       "float8_e4m3fn", "float8_e5m2", "int8", "uint8"})
 K_BITS = 256  # one instruction's K extent, in bits: 16 x 16-bit, 8 x tf32, 32 x 8-bit
+INTEGER_ELEMENTS = frozenset({"int8", "uint8"})
+
+
+def instruction_ns(element: str) -> tuple[int, ...]:
+    """The n of wgmma's m64nNk shapes for `element` (PTX ISA; CuTe's MMA_64xNx32_S32S8S8 atoms):
+    multiples of 8 up to 256, except for 8-bit integers: 8, 16, 24, then multiples of 16."""
+    if element in INTEGER_ELEMENTS:
+        return (8, 16, 24, *range(32, 257, 16))
+    return tuple(range(8, 257, 8))
 FIELD_LIMIT = 1 << 18  # LBO / SBO / start: 14 bits of 16-byte units
 
 
@@ -83,5 +92,9 @@ def operand_fields(rel: np.ndarray, major: Major, swizzle: Swizzle, eb: int) -> 
 
 def base_offset(start_offset: int, swizzle: Swizzle) -> int:
     """The descriptor's matrix base offset of a slice starting `start_offset` bytes into a
-    1024-byte-aligned stage: the swizzle pattern's row phase, (address >> 7) & 7."""
-    return (start_offset >> 7) & 7 if swizzle.span_bytes else 0
+    1024-byte-aligned stage. PTX: 0 where the swizzle pattern starts on its repeat boundary
+    (8 rows of the span: 1024, 512, 256 bytes for 128B, 64B, 32B; CuTe writes 0 for the
+    slices of its stages, which all start so), else the pattern's 128-byte row phase within
+    its repeat: (address >> 7) & 7 for 128B, the bits of it below the repeat for 64B and 32B."""
+    repeat = 8 * swizzle.span_bytes
+    return (start_offset % repeat) >> 7 if repeat else 0

@@ -54,8 +54,49 @@ def _settings(flags: dict[str, str], **overrides: object) -> Settings:
         raise InputError(problems) from None
 
 
-def _open_input(path: str):
-    return sys.stdin.buffer if path == "-" else open(path, "rb")
+class _NamedInput:
+    """An input file whose read errors name it (a read can fail where an open did not: EIO on
+    /proc/self/mem, a failing disk), so the CLI's message says which file."""
+
+    def __init__(self, f, name: str):
+        self._f, self._name = f, name
+
+    def _named(self, e: OSError) -> OSError:
+        if e.filename is None and e.errno is not None:
+            return type(e)(e.errno, e.strerror, self._name)
+        return e
+
+    def read(self, *size: int) -> bytes:
+        try:
+            return self._f.read(*size)
+        except OSError as e:
+            raise self._named(e) from None
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> bytes:
+        try:
+            return next(self._f)
+        except OSError as e:
+            raise self._named(e) from None
+
+    def seek(self, *args: int) -> int:
+        return self._f.seek(*args)
+
+    def fileno(self) -> int:
+        return self._f.fileno()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._f is not sys.stdin.buffer:
+            self._f.close()
+
+
+def _open_input(path: str) -> _NamedInput:
+    return _NamedInput(sys.stdin.buffer, "stdin") if path == "-" else _NamedInput(open(path, "rb"), path)
 
 
 _LEGAL = compact_json({"legal": True, "violations": []})
@@ -246,12 +287,11 @@ def _with_target(data: bytes, target: str) -> dict:
     """The request, parsed once as the service parses a body (strict JSON: UTF-8 without a
     byte order mark, no repeated key, no NaN, bounded nesting; a JSON object, not a string
     holding one), with `target` where it names none."""
-    from legalsat.schemas.base import load_json
+    from legalsat.schemas.base import json_kind, load_json
 
     obj = load_json(data, "the request")
     if not isinstance(obj, dict):
-        got = "a string" if isinstance(obj, str) else "null" if obj is None else f"a {type(obj).__name__}"
-        raise Code.INVALID_INPUT.error(f"the request is {got}, not a JSON object",
+        raise Code.INVALID_INPUT.error(f"the request is {json_kind(obj)}, not a JSON object",
                                        'send one request object, {"op": {...}} (not a string holding one)')
     return obj if "target" in obj else {**obj, "target": target}
 
@@ -279,6 +319,11 @@ def _json_lines_hint(data: bytes, name: str) -> None:
 def _optimize(args: argparse.Namespace) -> int:
     from legalsat.api import optimize
 
+    if args.stage and args.format == "summary":  # before any input is read
+        raise Code.INVALID_INPUT.error(f"--stage {args.stage} prints what the stages produced as JSON; --format "
+                                       "summary summarises a response, which --stage does not make",
+                                       "leave out --format summary to see the stages, or --stage to see the summary",
+                                       "--format")
     settings = _settings({"target": "--target"}, target=args.target)
     limit = settings.max_body_bytes
     with _open_input(args.file) as f:

@@ -152,6 +152,9 @@ class Kernel:
     def _check_view(self, t: torch.Tensor, view: dict | None, name: str, side: str) -> None:
         if not isinstance(t, torch.Tensor):
             raise _arg_error(name, f"{name} is a {type(t).__name__}, not a torch.Tensor", f"pass {name} as a tensor")
+        if t.is_meta:
+            raise _arg_error(name, f"{name} is a meta tensor: it has no data to move",
+                             f"pass {name} with storage: on a CUDA device (or the CPU under TRITON_INTERPRET=1)")
         if not t.is_cuda and os.environ.get("TRITON_INTERPRET") != "1":
             raise _arg_error(name, f"{name} is on {t.device}; the kernel runs on a CUDA device",
                              f"move {name} to the GPU (or set TRITON_INTERPRET=1 to run it in Triton's interpreter)")

@@ -28,6 +28,7 @@ from legalsat.kernels.tile_gluon import emit_tile_gluon
 from legalsat.kernels.tma import emit_tma_tl, tma_piece
 from legalsat.kernels.tma_gluon import emit_tma_gluon, gluon_box
 from legalsat.kernels.words import plan_error, word_piece
+from legalsat.schemas.base import json_kind
 from legalsat.schemas.plan import OptimizeResponse, PlanOut
 from legalsat.schemas.validation import details_from_validation
 from legalsat.terms.movement import MovementKind
@@ -36,19 +37,30 @@ from legalsat.terms.strategy import Strategy
 VARIANTS = ("tl", "gluon")
 
 
-def validate_plan(obj: object) -> PlanOut:
+def validate_plan(obj: object, where: str = "") -> PlanOut:
     """A plan (dict or PlanOut) as the validated model; InputError (`invalid_plan`) naming
-    each field that is not what the planner returns."""
+    each field that is not what the planner returns (under `where`, e.g. 'plans[1]', for a
+    plan taken from a response)."""
     if isinstance(obj, PlanOut):
         return obj
     if not isinstance(obj, dict):
-        raise plan_error("plan", f"the plan is a {type(obj).__name__}, not a JSON object",
+        raise plan_error(where or "plan", f"the plan is {json_kind(obj)}, not a JSON object",
                          "pass one plan object, or the whole optimize response")
     try:
         return PlanOut.model_validate(obj)
     except ValidationError as e:
         details = details_from_validation(e)
-        raise InputError([plan_error(d.field or "plan", d.message).headline for d in details]) from None
+        raise InputError([_under(where, d.field, d.message) for d in details]) from None
+
+
+def _under(where: str, field: str | None, message: str):
+    """A plan field's diagnostic, its path (and the path its message opens with) under `where`."""
+    if not where:
+        return plan_error(field or "plan", message).headline
+    path = f"{where}.{field}" if field else where
+    if field and message.startswith(f"{field}:"):
+        message = path + message[len(field):]
+    return plan_error(path, message).headline
 
 
 def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
@@ -59,13 +71,19 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
     if not (isinstance(obj, dict) and "plans" in obj):
         return validate_plan(obj), None
     plans = obj["plans"]
+    if not isinstance(plans, list):
+        raise plan_error("plans", f"plans is {json_kind(plans)}, not an array of plans",
+                         "pass the optimize response as the planner returned it")
     if not plans:
         raise plan_error("plans", "the response holds no plan (status infeasible)",
                          "read its `rejected` reasons and change the request")
-    if type(plan_index) is not int or not 0 <= plan_index < len(plans):
-        raise plan_error("plan_index", f"plan_index {plan_index!r} is outside the response's {len(plans)} plans",
+    if type(plan_index) is not int:
+        raise plan_error("plan_index", f"plan_index is {json_kind(plan_index)} ({plan_index!r}), not an integer",
+                         f"pass an integer 0..{len(plans) - 1}")
+    if not 0 <= plan_index < len(plans):
+        raise plan_error("plan_index", f"plan_index {plan_index} is outside the response's {len(plans)} plans",
                          f"use 0..{len(plans) - 1}")
-    return validate_plan(plans[plan_index]), obj.get("term")
+    return validate_plan(plans[plan_index], f"plans[{plan_index}]"), obj.get("term")
 
 
 def default_variant(plan: PlanOut | dict, sm90: bool) -> str:

@@ -39,6 +39,7 @@ from legalsat.kernels.tile import (
     store_lines,
     tile_lines,
 )
+from legalsat.kernels.words import plan_error
 
 # element types Triton's wgmma reads, as the host descriptor's torch dtype names them
 WGMMA_TYPES = {"float16": 16, "bfloat16": 16, "float32": 32, "float32_ftz": 32, "tfloat32": 32, "tfloat32_ftz": 32,
@@ -288,8 +289,15 @@ def smem_bytes(w: TileWalk) -> int:
 
 
 def emit_tile_gluon(w: TileWalk, smem_budget: int) -> tuple[list[str], list[Launch], dict, str, str]:
-    """The probe of a TMA tile plan: (texts, launches, descriptors, read, output)."""
+    """The probe of a TMA tile plan: (texts, launches, descriptors, read, output). The plan's
+    stages must fit its budget (InputError naming `num_stages` otherwise); the probe's own
+    identity operand, which a real consumer does not hold, takes stages off the probe only."""
     stages = w.stages
+    planned = stages * (w.box_bytes * len(w.boxes) + 8)
+    if planned > smem_budget:
+        raise plan_error("num_stages", f"{stages} stages of {w.box_bytes * len(w.boxes)} bytes (and their "
+                         f"mbarriers) need {planned} bytes of shared memory, over the plan's budget of {smem_budget}",
+                         "send the plan as the planner returned it, or fewer stages")
     while stages > 1 and smem_bytes(w) > smem_budget - 1024:
         w = _with_stages(w, stages := stages - 1)
     text, read, output = gluon_probe("tile_probe", w)

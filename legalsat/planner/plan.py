@@ -139,7 +139,8 @@ class WgmmaOperand:
     Descriptor Format"), checked element by element against the stage layout: the operand's
     major-ness, its layout type (0 interleave, 1 128B, 2 64B, 3 32B swizzle), the leading and
     stride byte offsets, and per k-slice the start offset from the stage and the base offset;
-    `mn_block_bytes`: what the start advances per 64 rows of M (A operands) or per N block."""
+    `mn_block`: the rows of M (A) or columns of N (B) one instruction reads, and
+    `mn_block_bytes` what the start advances from one such block to the next."""
 
     major: Major
     layout_type: int
@@ -147,6 +148,7 @@ class WgmmaOperand:
     lbo_bytes: int
     sbo_bytes: int
     k_slices: tuple[KSlice, ...]
+    mn_block: int
     mn_block_bytes: int
     element: str
 

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 
 from legalsat.planner.egglog_bindings import bindings
 from legalsat.planner.reports import Limits, RulesetStep, SaturationReport, StopReason
+from legalsat.planner.rules.language import LANGUAGE
 from legalsat.planner.rules.program import ROUND, base_program
 from legalsat.targets import Target
 
 # e-class ids of the nodes of the term sorts in egraph-serialize JSON (not primitives, and
 # not the outputs of analysis relations): what the response and the viewer count
-_ECLASS = re.compile(r'"eclass":"((?:Dims|Mov|Plan)-[^"]*)"')
+TERM_SORTS = tuple(re.findall(r"\(datatype (\w+)", LANGUAGE))  # Dims, TDims, Mov, Plan
+_ECLASS = re.compile(f'"eclass":"((?:{"|".join(TERM_SORTS)})-[^"]*)"')
 _RUN = {"analysis": "(run-schedule (saturate (run analysis)))", "layout": "(run layout 1)",
         "padding": "(run padding 1)", "strategy": "(run strategy 1)"}
 # after the rounds: strategies for every form the last round made, with complete facts

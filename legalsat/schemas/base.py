@@ -43,6 +43,50 @@ class ErrorBodyOut(ErrorOut):
 MAX_DEPTH = 64  # far past any request's nesting; keeps every later step's recursion bounded
 
 
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
+
+
+def _too_deep(what: str, path: tuple):
+    """The error for a value nesting past MAX_DEPTH at `path`: its field is the innermost
+    named field holding it (the brackets below it say nothing a sender can act on)."""
+    keys = [i for i, p in enumerate(path) if isinstance(p, str)]
+    field = field_path(path[:keys[-1] + 1]) if keys else None
+    return Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels "
+                                    f"{f'inside {field}' if field else 'from its root'}",
+                                    "send the documented structure (no request nests this deep)", field)
+
+
+def _deep_path(text: str) -> tuple:
+    """Where JSON `text` first opens a container past MAX_DEPTH (the path of the containers
+    around it), for text too deep for the parser to return; () if it does not. A scan of
+    strings and brackets that stops there."""
+    frames: list[list] = []  # per open container: [is_object, key or index]
+    expect_key = False
+    for m in _JSON_TOKEN.finditer(text):
+        t = m.group()
+        if t in "[{":
+            if len(frames) >= MAX_DEPTH:
+                return tuple(f[1] for f in frames)
+            frames.append([t == "{", None if t == "{" else 0])
+            expect_key = t == "{"
+        elif t in "]}":
+            if frames:
+                frames.pop()
+            expect_key = False
+        elif t == ",":
+            if frames and frames[-1][0]:
+                expect_key = True
+            elif frames:
+                frames[-1][1] += 1
+        elif expect_key and frames:
+            try:
+                frames[-1][1] = json.loads(t)
+            except ValueError:
+                frames[-1][1] = t[1:-1]
+            expect_key = False
+    return ()
+
+
 def check_json_value(obj: object, what: str = "the input") -> object:
     """`obj` (parsed JSON) if it nests at most MAX_DEPTH deep and every string is valid
     Unicode (a lone surrogate escape such as "\\ud800" parses but cannot be encoded again);
@@ -63,10 +107,7 @@ def check_json_value(obj: object, what: str = "the input") -> object:
             continue
         if isinstance(value, (dict, list)):
             if depth > MAX_DEPTH:
-                raise Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels at "
-                                               f"{field_path(path) or 'its root'}",
-                                               "send the documented structure (no request nests this deep)",
-                                               field_path(path) or None)
+                raise _too_deep(what, path)
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for k, v in items:
                 if isinstance(k, str) and isinstance(value, dict):
@@ -194,8 +235,7 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
         long_ints = _bounded_int if _LONG_DIGITS.search(text) else None
         obj = json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_int=long_ints)
     except RecursionError:
-        raise Code.INVALID_INPUT.error(f"{what} nests deeper than {MAX_DEPTH} levels",
-                                       "send the documented structure (no request nests this deep)") from None
+        raise _too_deep(what, _deep_path(text)) from None
     except ValueError as e:
         raise Code.INVALID_JSON.error(f"{what} is not valid JSON: {e}", "send one well-formed JSON value") from None
     # the walk only where it can find something: a lone surrogate comes only from a \\u escape
@@ -204,6 +244,19 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
     if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH or marked:
         check_json_value(obj, what)
     return obj
+
+
+def json_kind(obj: object) -> str:
+    """What a parsed JSON value is, as a message says it: 'a string', 'an array', 'null'."""
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "a boolean"
+    for kinds, name in ((str, "a string"), (int, "an integer"), (float, "a number"), ((list, tuple), "an array"),
+                        (dict, "an object")):
+        if isinstance(obj, kinds):
+            return name
+    return f"a {type(obj).__name__}"
 
 
 def json_input(obj: object, what: str = "the input") -> object:

@@ -117,7 +117,7 @@ def tile_load_out(t: TileLoadPlan) -> TileLoadOut:
         major=w.major.value, layout_type=w.layout_type, swizzle=w.swizzle.value, lbo_bytes=w.lbo_bytes,
         sbo_bytes=w.sbo_bytes, k_slices=[KSliceOut(k0=s.k0, start_offset_bytes=s.start_offset_bytes,
                                                    base_offset=s.base_offset) for s in w.k_slices],
-        mn_block_bytes=w.mn_block_bytes, element=w.element)
+        mn_block=w.mn_block, mn_block_bytes=w.mn_block_bytes, element=w.element)
     return TileLoadOut(grid=list(t.grid), coords=[[list(x) for x in c] for c in t.coords],
                        boxes=[TileBoxOut(origin=list(b.origin), smem_offset_bytes=b.smem_offset_bytes) for b in t.boxes],
                        layout=layout, oob_fill=t.oob_fill, folded=list(t.folded), broadcast=list(t.broadcast),

@@ -13,9 +13,18 @@ import difflib
 from math import prod
 from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, StrictBool, StrictInt, ValidationError, WithJsonSchema
+from pydantic import (
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    WithJsonSchema,
+)
 
 from legalsat.analyses.overlap import overlaps
+from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict, json_input, shown_int
@@ -130,6 +139,14 @@ class Options(Strict):
 class OptimizeRequest(Strict):
     """One planning request: an `op` object or a `term` s-expression (exactly one)."""
 
+    # what the API docs' "Try it out" sends: the README's transpose
+    model_config = ConfigDict(json_schema_extra={"examples": [{
+        "target": "sm90",
+        "op": {"kind": "copy",
+               "src": {"dtype": "bfloat16", "shape": [8192, 8192], "strides": [8192, 1], "base_align": 16},
+               "dst": {"dtype": "bfloat16", "shape": [8192, 8192], "strides": [1, 8192], "base_align": 16}},
+        "options": {"max_plans": 3}}]})
+
     target: str = Field("sm90", description=f"hardware target: {', '.join(TARGET_NAMES)}")
     op: Annotated[CopyOp | LoadTileOp | GatherOp, Field(discriminator="kind")] | None = None
     term: str | None = Field(None, description="the movement as an s-expression")
@@ -216,12 +233,15 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
                    "drop them, or use wgmma_a / wgmma_b")
     instruction = tuple(c.instruction) if c.instruction is not None else None
     if instruction is not None:
-        bits = (element or src.dtype).storage_bits
+        read = element or src.dtype
+        bits, ns = read.storage_bits, instruction_ns(read.name)
         m, n, k = instruction
-        if m != 64 or n < 8 or n > 256 or n % 8 or k * bits != 256:
+        if m != 64 or n not in ns or k * bits != 256:
+            integer = read.name in INTEGER_ELEMENTS
+            kind_of = "8-bit integer" if integer else f"{bits}-bit"
+            which = "8, 16, 24 or a multiple of 16 up to 256" if integer else "a multiple of 8 up to 256"
             raise _bad("op.consumer.instruction", f"op.consumer.instruction {list(instruction)} is not a wgmma "
-                       f"shape for {bits}-bit elements", f"use [64, n, {256 // bits}] with n a multiple of 8 "
-                       "up to 256")
+                       f"shape for {kind_of} elements", f"use [64, n, {256 // bits}] with n {which}")
     major = Major(c.major) if c.major is not None else None
     tile = tuple(op.tile)
     return LoadTile(settle_unit_strides(src, tile), tile, ConsumerSpec(kind, major, instruction, element))

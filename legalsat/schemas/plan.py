@@ -217,7 +217,11 @@ class WgmmaOut(Out):
     lbo_bytes: int = Field(description="leading dimension byte offset")
     sbo_bytes: int = Field(description="stride dimension byte offset")
     k_slices: list[KSliceOut] = Field(description="per instruction k-slice (32 bytes of K), its start and base offset")
-    mn_block_bytes: int = Field(description="A operands: what the start advances per 64 rows of M (0: one block)")
+    mn_block: int | None = Field(None, description="the rows of M (wgmma_a: 64) or columns of N (wgmma_b: the "
+                                 "instruction's n; without one, N up to 256) that one instruction reads (absent in "
+                                 "plans of planner versions before 8)")
+    mn_block_bytes: int = Field(description="what each k-slice's start advances from one such block to the next "
+                                "(0: the tile is one block)")
     element: str = Field(description="the element type the tensor core reads")
 
 

@@ -11,7 +11,7 @@ from legalsat.diagnostics import Code, Diagnostic
 
 # how pydantic names a union's member in an error path (not a field of the input)
 _UNION_MEMBER = re.compile(r"^(?:constrained-|literal\[|function-|json-or-python|lax-|strict-|tagged-union|[A-Z]\w*$|"
-                           r"(?:int|str|bool|float|list|dict|none|bytes)$)")
+                           r"(?:int|str|bool|float|list|dict|none)$)")
 
 
 def field_path(loc: tuple) -> str:

@@ -21,7 +21,7 @@ from legalsat.api import PLANNER_VERSION
 from legalsat.server import openapi
 from legalsat.server.cache import open_cache
 from legalsat.server.deps import ServiceState, require_token
-from legalsat.server.errors import HostAllowList, install_error_handlers
+from legalsat.server.errors import HostAllowList, NoSniff, install_error_handlers
 from legalsat.server.metrics import Metrics, MetricsMiddleware
 from legalsat.server.pool import WorkerPool
 from legalsat.server.routers import analyze, docs, egraphs, health, optimize, verify
@@ -76,6 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # the viewer's and the API docs' scripts and styles, shipped in the package (no CDN)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(HostAllowList, allowed_hosts=settings.allowed_hosts)
+    app.add_middleware(NoSniff)  # outside the host check: its refusals carry the header too
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     openapi.install(app)
     return app

@@ -2,14 +2,15 @@
 
 The input is egglog's egraph-serialize JSON (`nodes` keyed by node id, each with `op`,
 `children` node ids and `eclass`; `class_data` with each class's sort). legalsat's term
-sorts (Dims, Mov, Plan) are the e-classes shown; analysis functions (Elems, SrcRun, ...)
+sorts (Dims, TDims, Mov, Plan) are the e-classes shown; analysis functions (Elems, SrcRun, ...)
 and relations (TmaOk, Has, Div, ...) become values of the e-class they describe, and
-`cost_table_<Ctor>` entries become the cost of the constructor e-node they price. The
+the `cost_table_<Ctor>` entries of Plan e-nodes become their cost (the e-graph's estimated
+time in picoseconds, what extraction ranks by; the other sorts' entries are not times). The
 extracted plans are located in the e-graph by matching their terms against the hashcons
 (op, child e-classes) -> e-node, so the picture highlights exactly the chosen e-nodes.
 
 The page (`view_html`) is legalsat's viewer (viewer/src/viewer.js, bundled with Cytoscape.js
-and ELK into legalsat/server/static/viewer): the document travels inside the page as JSON in a
+and dagre into legalsat/server/static/viewer): the document travels inside the page as JSON in a
 non-executing <script type="application/json"> element, escaped so that no request text can
 close it, and the page's Content-Security-Policy runs only the service's own script.
 """
@@ -94,7 +95,7 @@ def egraph_model(egraph_id: str, response: dict, snapshot_json: str) -> dict:
         args = [g.value(k) for k in kids if k not in classes]
         if op.startswith("cost_table_"):
             target = hashcons.get((op[len("cost_table_"):], tuple(kids)))
-            if target is not None:
+            if target is not None and classes[nodes[target]["eclass"]]["sort"] == "Plan":
                 nodes[target]["cost"] = g.value(out)
             continue
         if not terms:
@@ -248,7 +249,9 @@ def view_html(model: dict, shown: list[str], first: list[str], collapse_above: i
 <p class="legend"><span class="chosen">chosen plan</span><span class="plan">other plans</span>
 <span class="rejected">rejected</span><span class="collapsed">collapsed e-class</span><br>
 Boxes are e-classes (sort, id, cheapest cost) holding their e-nodes (operator, literal arguments,
-cost); arrows go from an e-node to the e-classes of its arguments. Click for analysis values;
+cost); arrows go from an e-node to the e-classes of its arguments. A plan e-node's µs is the
+e-graph's estimate, which extraction ranks by; a plan's µs in the list below is its estimate
+once its fields are solved (tiles, boxes, stages), which the response reports. Click for analysis values;
 double-click an e-class to collapse or expand it. <code>Lower m</code>: a movement that needs a
 plan; <code>Cand k m</code>: every plan of strategy code k for it ({_CAND_CODES}); <code>Copy eb sa da dims</code>: element bytes, base alignments,
 dims; <code>DCons n s d</code>: extent, src and dst strides in elements (README: "The term
@@ -256,7 +259,10 @@ language").</p>
 <h2>Candidates</h2><ul id="candidates"></ul>
 <h2>Selected</h2><div id="details"><p>Click an e-node or e-class.</p></div>
 <h2>Saturation, per iteration</h2>
-<table id="report"><tr><th>iteration</th><th>matches</th><th>e-nodes added</th><th>ms</th><th>rulesets</th></tr></table>
+<table id="report"><tr><th>iteration</th><th>matches</th><th>e-nodes added (net)</th><th>ms</th><th>rulesets</th></tr></table>
+<p>Net: rebuilding merges e-nodes found equal, so a step can remove more than it adds.
+<code>finish</code>: the analysis and strategy runs after the last round, which price every
+form the rounds made.</p>
 </div>
 <script id="egraph-data" type="application/json">{island}</script>
 <script src="{e(static)}/viewer/viewer.js"></script>

@@ -123,6 +123,27 @@ class HostAllowList:
         await self.checker({**scope, "legalsat.send": send}, receive, refused)
 
 
+class NoSniff:
+    """`X-Content-Type-Options: nosniff` on every answer: a browser takes each as the type it
+    names (JSON stays data, never a script or a page)."""
+
+    _HEADER = (b"x-content-type-options", b"nosniff")
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def with_header(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), self._HEADER]}
+            await send(message)
+
+        await self.app(scope, receive, with_header)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Map every exception a route can raise to the error shape."""
 

@@ -74,3 +74,53 @@ def test_fields_of_a_canonical_layout_are_recovered(eb, swizzle, major, groups, 
     moved = rel.copy()
     moved[-1, -1] += 16 * 1024
     assert operand_fields(moved, major, swizzle, eb) is None
+
+
+def test_slices_starting_on_their_swizzle_repeat_have_base_offset_zero():
+    """PTX and CuTe: 0 on the pattern's repeat boundary (a 32B-swizzled MN-major B's k-slices
+    start 512 bytes apart, two repeats of 256: the offset was (512 >> 7) & 7 = 4)."""
+    from legalsat.analyses.wgmma import base_offset
+
+    wg = wgmma_fields("bfloat16", [8192, 8192], [8192, 1], [64, 16], {"kind": "wgmma_b", "major": "mn"})["wgmma"]
+    assert wg["swizzle"] == "32B" and [s["start_offset_bytes"] for s in wg["k_slices"]] == [0, 512, 1024, 1536]
+    assert [s["base_offset"] for s in wg["k_slices"]] == [0, 0, 0, 0]
+    # off a boundary: the 128-byte row phase within the repeat
+    assert [base_offset(384, sw) for sw in (Swizzle.B128, Swizzle.B64, Swizzle.B32, Swizzle.NONE)] == [3, 3, 1, 0]
+
+
+def test_a_wide_b_operand_is_read_in_instruction_blocks_of_n():
+    """N = 512 is two n=256 instructions (wgmma's n is at most 256), or the request's n; the
+    plan says where each block starts."""
+    wg = wgmma_fields("bfloat16", [8192, 8192], [8192, 1], [64, 512], "wgmma_b")["wgmma"]
+    assert (wg["major"], wg["mn_block"], wg["mn_block_bytes"]) == ("mn", 256, 4 * 64 * 128)
+    k_major = {"kind": "wgmma_b", "instruction": [64, 128, 16]}
+    wg = wgmma_fields("bfloat16", [8192, 8192], [1, 8192], [64, 256], k_major)["wgmma"]
+    assert (wg["major"], wg["mn_block"], wg["mn_block_bytes"]) == ("k", 128, 16 * wg["sbo_bytes"])
+    tl = wgmma_fields("bfloat16", [8192, 8192], [1, 8192], [64, 200], {"kind": "wgmma_b", "instruction": [64, 64, 16]})
+    assert tl["wgmma"] is None and "blocks of the instruction's n (64)" in tl["note"]
+
+
+def test_8_bit_integer_operands_use_the_integer_ns():
+    """s8/u8 wgmma has n = 8, 16, 24, 32, 48, 64, 80, ... (no 40): a 40-column B is read in
+    n = 8 blocks, and an instruction of n = 40 is refused, naming the field."""
+    import pytest
+
+    from legalsat.diagnostics import InputError
+
+    wg = wgmma_fields("int8", [4096, 4096], [1, 4096], [64, 40], "wgmma_b")["wgmma"]
+    assert wg["mn_block"] == 8 and wg["mn_block_bytes"] > 0
+    assert wgmma_fields("float8_e4m3fn", [4096, 4096], [1, 4096], [64, 40], "wgmma_b")["wgmma"]["mn_block"] == 40
+    with pytest.raises(InputError) as e:
+        wgmma_fields("int8", [4096, 4096], [1, 4096], [64, 80], {"kind": "wgmma_b", "instruction": [64, 40, 32]})
+    assert e.value.headline.field == "op.consumer.instruction" and "multiple of 16" in e.value.headline.fix
+
+
+def test_every_recorded_wgmma_plan_addresses_its_own_stage():
+    """The probe's CPU twin (tools/wgmma_probe.py `emulate`): every block and k-slice of every
+    distinct wgmma plan of the plan files, read through the plan's descriptor fields with the
+    canonical layout and the swizzle, finds exactly the operand's elements where TMA puts them."""
+    from tools.wgmma_probe import cases, emulate, prepare
+
+    todo = cases()
+    assert len(todo) >= 150
+    assert [c["name"] for c in todo if emulate(c, prepare(c))] == []

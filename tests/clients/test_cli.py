@@ -350,3 +350,18 @@ def test_optimize_takes_a_request_object_not_a_string_holding_one(tmp_path):
     for text in (json.dumps(json.dumps(req)), '"hello"'):
         r = run_cli("optimize", "-", stdin=text.encode())
         assert r.returncode == 2 and b"a string, not a JSON object" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", ["optimize", "emit", "validate-descriptor"])
+def test_a_file_that_opens_but_cannot_be_read_is_named(command):
+    """Reading /proc/self/mem fails after a successful open (EIO): the message names the file."""
+    if not os.path.exists("/proc/self/mem"):
+        pytest.skip("no /proc/self/mem")
+    r = run_cli(command, "/proc/self/mem")
+    assert r.returncode == 2 and b"/proc/self/mem:" in r.stderr and b"Traceback" not in r.stderr, r.stderr
+
+
+def test_stage_and_summary_together_are_refused_not_one_ignored():
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "optimize_transpose.json")
+    r = run_cli("optimize", example, "--stage", "extract", "--format", "summary")
+    assert r.returncode == 2 and b"--format" in r.stderr and not r.stdout, r.stderr

@@ -104,6 +104,23 @@ def test_response_without_plans_and_bad_index():
         select_plan(CASES["transpose 40×72 bf16"]["response"], 9)
 
 
+@pytest.mark.parametrize("edit,index,field,says", [
+    (lambda r: r.update(plans={}), 0, "plans", "plans is an object, not an array"),
+    (lambda r: r.update(plans="x"), 0, "plans", "plans is a string"),
+    (lambda r: r["plans"].insert(0, 1), 0, "plans[0]", "the plan is an integer"),
+    (lambda r: None, "0", "plan_index", "not an integer"),
+    (lambda r: None, True, "plan_index", "not an integer"),
+    (lambda r: r["plans"][1]["pieces"][0].update(num_warps=3), 1, "plans[1].pieces[0].num_warps",
+     "plans[1].pieces[0].num_warps: 3"),
+], ids=["plans-object", "plans-string", "plan-integer", "index-string", "index-bool", "field-of-plan-1"])
+def test_a_response_and_index_that_are_not_what_the_planner_gives_are_named(edit, index, field, says):
+    resp = json.loads(json.dumps(CASES["transpose 40×72 bf16"]["response"]))
+    edit(resp)
+    with pytest.raises(InputError) as e:
+        select_plan(resp, index)
+    assert e.value.headline.field == field and says in e.value.headline.message, e.value.headline
+
+
 def test_emit_command(tmp_path):
     resp = tmp_path / "resp.json"
     response = CASES["transpose 40×72 bf16"]["response"]
@@ -148,6 +165,11 @@ def test_kernel_arguments_are_checked():
     with pytest.raises(InputError) as e:
         g(table, torch.zeros(777, dtype=torch.int64), torch.empty(777, 64, dtype=torch.float16))
     assert e.value.headline.field == "out"
+    # meta tensors (shape only, as tracing makes them) have nothing to move
+    with pytest.raises(InputError) as e:
+        k(torch.empty(40, 72, dtype=torch.bfloat16, device="meta"),
+          torch.empty(72, 40, dtype=torch.bfloat16, device="meta").t())
+    assert e.value.headline.field == "src" and "meta" in e.value.headline.message
     # a bare plan (no request term): the element size its pieces move
     bare = build_kernel(CASES["transpose 40×72 bf16"]["response"]["plans"][0])
     with pytest.raises(InputError) as e:
@@ -283,3 +305,18 @@ def test_no_string_of_a_plan_reaches_the_kernel_source_as_code(name):
             except InputError:
                 continue
             assert "__import__" not in source, (path, variant)
+
+
+def test_a_tile_plan_whose_stages_overflow_its_budget_is_named_not_shrunk():
+    """The probe used to take stages off until they fitted, emitting a kernel other than the plan."""
+    from legalsat.api import optimize
+
+    plan = optimize({"op": {"kind": "load_tile", "tile": [128, 64], "consumer": "wgmma_a",
+                            "src": {"dtype": "bfloat16", "shape": [4096, 4096], "strides": [4096, 1]}},
+                     "options": {"max_plans": 1}})["plans"][0]
+    assert plan["strategy"] == "tma"
+    emit(plan, "gluon")
+    plan["num_stages"] = 64
+    with pytest.raises(InputError) as e:
+        emit(plan, "gluon")
+    assert e.value.headline.field == "num_stages" and "over the plan's budget" in e.value.headline.message

@@ -70,3 +70,27 @@ def test_gemm_was_correct_everywhere_and_within_10_percent_on_aligned_shapes():
         default = next(v for v in row["variants"] if v["variant"] == "auto")
         if row["name"] in ALIGNED:
             assert default["vs_torch"] >= 0.9, row["name"]
+
+
+def test_every_wgmma_descriptor_was_read_exactly_by_the_tensor_core():
+    """tools/wgmma_probe.py on the H100: every distinct wgmma plan's descriptors (as the plan
+    gives them: layout type, LBO, SBO, k-slice starts and base offsets, block steps), issued
+    as wgmma.mma_async against an identity, read exactly the operand; each control (every
+    start one 16-byte chunk on) read wrong, so the check can fail."""
+    results = _load("wgmma_probe_results.json")
+    assert results["env"]["gpu"].startswith("NVIDIA H100")
+    rows = results["rows"]
+    assert len(rows) >= 150 and all(r["exact"] for r in rows)
+    assert len(results["controls"]) == len(rows) and all(c["wrong_elements"] > 0 for c in results["controls"])
+    seen = {(r["element"], r["major"], r["swizzle"]) for r in rows}
+    assert {e for e, _, _ in seen} >= {"bfloat16", "float16", "float32", "float8_e4m3fn", "float8_e5m2", "int8", "uint8"}
+    assert {s for _, _, s in seen} == {"none", "32B", "64B", "128B"} and {m for _, m, _ in seen} == {"k", "mn"}
+
+
+def test_the_planner_still_gives_the_descriptors_that_were_probed():
+    fields = ("layout_type", "lbo_bytes", "sbo_bytes", "mn_block", "mn_block_bytes")
+    for row in _load("wgmma_probe_results.json")["rows"][::4]:
+        plans = legalsat.optimize(row["request"])["plans"]
+        got = [p["tile_load"]["wgmma"] for p in plans if (p.get("tile_load") or {}).get("wgmma")]
+        assert any(tuple(g[f] for f in fields) == tuple(row[f] for f in fields) and
+                   sorted({s["base_offset"] for s in g["k_slices"]}) == row["base_offsets"] for g in got), row["name"]

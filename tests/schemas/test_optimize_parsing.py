@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import legalsat
 from legalsat.diagnostics import Code, InputError
 from legalsat.schemas.optimize import parse_request
 from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
@@ -189,3 +190,12 @@ def test_a_term_requests_problems_name_the_term():
     with pytest.raises(InputError) as e:
         parse_request({"term": "(copy (view bfloat61 (4 4) (4 1)) (view bfloat16 (4 4) (4 1)))"})
     assert e.value.headline.field == "term" and "op.src.dtype" in e.value.headline.message
+
+
+@pytest.mark.parametrize("levels", [100, 5000], ids=["past-the-bound", "past-the-parser"])
+def test_a_request_nesting_too_deep_names_the_field_holding_it(levels):
+    """5,000 levels stop json.loads itself (RecursionError): the field is found by a scan."""
+    text = '{"op": {"kind": "copy", "sr\\"c": "x{[", "src": {"shape": %s}}}' % ("[" * levels + "]" * levels)
+    with pytest.raises(InputError) as e:
+        legalsat.optimize(text)
+    assert e.value.headline.field == "op.src.shape" and "inside op.src.shape" in e.value.headline.message

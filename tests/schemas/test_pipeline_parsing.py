@@ -57,6 +57,21 @@ def test_undeclared_names_are_reported_with_their_path():
     assert "not declared" in e.value.headline.message
 
 
+@pytest.mark.parametrize("where", ["buffer", "op"])
+def test_a_field_named_bytes_is_named_in_its_error(where):
+    """`bytes` is a field here, not the name pydantic gives a union's bytes member."""
+    d = protocol_json(warp_specialized(2))
+    if where == "buffer":
+        d["buffers"][0]["bytes"], want = 10 ** 30, "buffers[0].bytes"
+    else:
+        op = next(o for o in d["roles"][0]["blocks"][0]["ops"] if "bytes" in o)
+        k = d["roles"][0]["blocks"][0]["ops"].index(op)
+        op["bytes"], want = -1, f"roles[0].blocks[0].ops[{k}].bytes"
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(d)
+    assert e.value.headline.field == want
+
+
 def test_missing_operand_is_reported():
     d = protocol_json(warp_specialized(2))
     del d["roles"][0]["blocks"][0]["ops"][0]["phase"]

@@ -161,3 +161,12 @@ def test_health_ready_metrics_openapi(client):
     assert client.get("/docs").status_code == 200
     error(client.get("/v2/optimize"), 404, "not_found")
     error(client.get("/v1/optimize"), 405, "method_not_allowed")
+
+
+def test_the_api_docs_example_of_a_request_plans(client):
+    """What "Try it out" in /docs sends (the schema's example) is a request that plans: it sent
+    `"op": null, "term": null` before the schema had one."""
+    schemas = client.get("/openapi.json").json()["components"]["schemas"]
+    example = schemas["OptimizeRequest"]["examples"][0]
+    r = client.post("/v1/optimize", json=example)
+    assert r.status_code == 200 and r.json()["status"] == "ok", r.text

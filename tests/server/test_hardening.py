@@ -215,3 +215,11 @@ def test_a_deadline_answer_names_what_its_route_can_change():
     assert "iterations" in verify.fix and "node_limit" not in verify.fix and "verifying" in verify.message
     assert "node_limit" in deadline(30_000, False, "optimize").detail.fix
     assert "node_limit" not in deadline(30_000, True, "verify_pipeline").detail.fix  # waited: retry
+
+
+def test_every_answer_says_nosniff(client):
+    """Pages, data, assets and refusals alike: a browser takes each as the type it names."""
+    answers = [client.get("/healthz"), client.get("/openapi.json"), client.get("/docs"),
+               client.get("/static/viewer/viewer.js"), client.post("/v1/optimize", json={"op": 1}),
+               client.get("/no/such/route")]
+    assert [r.headers.get("x-content-type-options") for r in answers] == ["nosniff"] * len(answers)

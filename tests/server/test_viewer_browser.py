@@ -126,3 +126,34 @@ def test_api_docs_render_offline(client, page, path, ready):
         assert page.locator(".swagger-ui .opblock").count() >= 8  # every route of the API
     assert log.off_service(client.base_url) == []
     assert log.errors == []
+
+
+def test_draw_all_then_expand_all_lays_every_node_out(client, page):
+    """All of a rank-8 permute's e-classes, drawn and then opened: a layered layout of compound
+    nodes with edges into them (dagre failed on it and left every node on one point)."""
+    resp = _kept(client, "rank8-permute")
+    log = PageLog(page)
+    open_page(page, f"{client.base_url}/v1/egraphs/{resp['egraph']['id']}/view")
+    page.click("#draw-all")
+    page.wait_for_function("() => window.legalsatViewer.idle()")
+    page.click("#expand-all")
+    page.wait_for_function("() => window.legalsatViewer.idle()", timeout=60_000)
+    spread = page.evaluate("""() => { const ps = window.legalsatViewer.cy.nodes('.enode').map((n) => n.position());
+        return [ps.length, new Set(ps.map((p) => Math.round(p.x) + ',' + Math.round(p.y))).size]; }""")
+    assert spread[0] > 500 and spread[1] > spread[0] // 2, spread
+    assert log.errors == []
+
+
+def test_a_rejected_strategy_outside_the_egraph_keeps_the_graph(client, page):
+    """A copy's TMA is rejected before it becomes a term: going to it leaves the drawing as it
+    was (it used to clear it) and says why nothing is marked."""
+    resp = _kept(client, "rank8-permute")
+    k = next(i for i, r in enumerate(resp["rejected"]) if r["strategy"] == "tma")
+    open_page(page, f"{client.base_url}/v1/egraphs/{resp['egraph']['id']}/view")
+    before = page.evaluate("() => window.legalsatViewer.cy.nodes().length")
+    page.evaluate(f"location.hash = 'rejected-{k}'")
+    page.wait_for_function("() => document.querySelector('#details h3').textContent.startsWith('rejected')")
+    page.wait_for_function("() => window.legalsatViewer.idle()")
+    assert page.evaluate("() => window.legalsatViewer.cy.nodes().length") == before > 0
+    assert page.evaluate("() => window.legalsatViewer.cy.nodes(':selected').length") == 0
+    assert "not in the e-graph" in page.inner_text("#details")

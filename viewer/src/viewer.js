@@ -1,7 +1,10 @@
 // legalsat's e-graph viewer: the kept e-graph of one optimize request, drawn with Cytoscape.js
-// and laid out by dagre's layered algorithm (e-classes are compound nodes holding their e-nodes).
-// dagre's longest-path ranking lays out a rank-8 permute's 300 collapsed e-classes and 1,000
-// edges in about 0.6 s in headless Chromium on 2 cores; ELK's layered algorithm took 1.9 s.
+// (e-classes are compound nodes holding their e-nodes) and laid out in two steps: dagre's layered
+// algorithm places the e-classes, as boxes of their drawn size, then each open e-class stacks its
+// e-nodes. dagre has no layout for edges into compound nodes (cytoscape-dagre leaves them out,
+// and with every e-class open it failed outright), so it is never given one. dagre's
+// longest-path ranking lays out a rank-8 permute's 300 collapsed e-classes and 1,000 edges in
+// about 0.6 s in headless Chromium on 2 cores; ELK's layered algorithm took 1.9 s.
 //
 // The page's data is a JSON document in <script id="egraph-data" type="application/json">
 // (legalsat.server.egraph_view.view_html); nothing is fetched. Every string from the request
@@ -28,6 +31,9 @@ const candidates = [
 const roleOf = new Map(); // e-node id -> chosen | plan | rejected (the first one wins)
 for (const c of candidates) for (const n of c.enodes) if (!roleOf.has(n)) roleOf.set(n, c.kind);
 const chosen = candidates.find((c) => c.kind === "chosen");
+// the time a plan e-node carries is the e-graph's estimate, what extraction ranks by; the other
+// sorts' cost entries are sizes, not times
+const priced = (n) => n.cost !== null && classes.get(n.eclass).sort === "Plan";
 const chosenClasses = new Set(chosen ? chosen.eclasses : []);
 
 // Past `collapse_above` e-nodes, e-classes start collapsed (one node each), except the chosen plan's.
@@ -49,7 +55,7 @@ const size = (label) => {
 function nodeLabel(n) {
   const args = n.children.map((k) => (classes.has(k) ? "·" : literal(k)));
   const head = [n.op, ...args].join(" ");
-  return n.cost === null ? head : `${head}\n${us(n.cost)} µs`;
+  return priced(n) ? `${head}\n${us(n.cost)} µs` : head;
 }
 
 function classLabel(c) {
@@ -115,8 +121,10 @@ const style = [
 const layoutOptions = { name: "dagre", fit: true, padding: 20, animate: false, rankDir: "LR", ranker: "longest-path",
                         nodeSep: 14, rankSep: 28 };
 
-// a large e-graph opens on the chosen plan (the whole graph is one "Draw all" away)
-const opening = candidates.find((c) => c.anchor === (location.hash.slice(1) || (collapsed.size ? "plan-0" : "")));
+// a large e-graph opens on the chosen plan (the whole graph is one "Draw all" away), as does an
+// anchor that names no candidate
+const opening = candidates.find((c) => c.anchor === location.hash.slice(1))
+  || (collapsed.size ? candidates.find((c) => c.anchor === "plan-0") : undefined);
 if (opening) prepare(opening);
 const initial = elements();
 // the first layout runs before the first frame is drawn; large graphs pan as a texture
@@ -124,10 +132,68 @@ const cy = cytoscape({ container: document.getElementById("graph"), style, eleme
                        layout: { name: "preset" }, minZoom: 0.02, maxZoom: 4,
                        textureOnViewport: initial.length > 600, hideEdgesOnViewport: initial.length > 600 });
 
+// an open e-class: its e-nodes stacked GAP apart inside PAD (the compound's own padding), its
+// label above them
+const PAD = 10, GAP = 8, HEAD = 14;
+
+function classBox(id) {
+  const c = classes.get(id);
+  const own = size(classLabel(c));
+  if (collapsed.has(id)) return own;
+  const kids = c.nodes.map((nid) => size(nodeLabel(enodes.get(nid))));
+  return { w: Math.max(own.w, ...kids.map((k) => k.w)) + 2 * PAD,
+           h: kids.reduce((sum, k) => sum + k.h, 0) + GAP * (kids.length - 1) + 2 * PAD + HEAD };
+}
+
+function place(boxes) {
+  cy.batch(() => {
+    boxes.nodes().forEach((b) => {
+      const id = b.id(), p = b.position();
+      if (collapsed.has(id)) {
+        cy.getElementById(`c:${id}`).position(p);
+        return;
+      }
+      let y = p.y - b.data("h") / 2 + PAD + HEAD;
+      for (const nid of classes.get(id).nodes) {
+        const h = size(nodeLabel(enodes.get(nid))).h;
+        cy.getElementById(`n:${nid}`).position({ x: p.x, y: y + h / 2 });
+        y += h + GAP;
+      }
+    });
+  });
+}
+
+let busy = 0; // layouts under way (window.legalsatViewer.idle() for scripted checks)
+
 function layout() {
+  const els = [], seen = new Set();
+  for (const id of drawn) els.push({ group: "nodes", data: { id, ...classBox(id) } });
+  for (const id of drawn) {
+    for (const nid of classes.get(id).nodes) {
+      for (const k of enodes.get(nid).children) {
+        if (!drawn.has(k) || k === id || seen.has(`${id}>${k}`)) continue;
+        seen.add(`${id}>${k}`);
+        els.push({ group: "edges", data: { id: `${id}>${k}`, source: id, target: k } });
+      }
+    }
+  }
+  const boxes = cytoscape({ headless: true, styleEnabled: true, elements: els,
+                            style: [{ selector: "node", style: { width: "data(w)", height: "data(h)" } }] });
+  busy += 1;
   return new Promise((resolve) => {
-    const run = cy.layout({ ...layoutOptions, stop: resolve });
-    run.run();
+    const done = () => {
+      place(boxes);
+      boxes.destroy();
+      cy.fit(undefined, layoutOptions.padding);
+      busy -= 1;
+      resolve();
+    };
+    try {
+      boxes.layout({ ...layoutOptions, fit: false, stop: done }).run();
+    } catch (err) { // a graph dagre cannot rank: a grid, said so
+      console.warn(`dagre failed (${err}); the e-classes are drawn on a grid`);
+      boxes.layout({ name: "grid", fit: false, avoidOverlap: true, stop: done }).run();
+    }
   });
 }
 
@@ -167,7 +233,10 @@ function showDetails(title, rows) {
 
 function classRows(c) {
   const rows = [["sort", c.sort], ["e-nodes", c.nodes.length]];
-  for (const [k, v] of Object.entries(c.analyses).sort()) rows.push([k === "cost_ps" ? "cheapest (µs)" : k, k === "cost_ps" ? us(v) : v]);
+  for (const [k, v] of Object.entries(c.analyses).sort()) {
+    if (k !== "cost_ps") rows.push([k, v]);
+    else if (c.sort === "Plan") rows.push(["cheapest e-graph estimate (µs)", us(v)]);
+  }
   return rows;
 }
 
@@ -178,7 +247,7 @@ cy.on("tap", "node", async (evt) => {
     const c = classes.get(n.eclass);
     const rows = [["e-class", `${c.sort} ${c.id}`], ["operator", n.op],
                   ["arguments", n.children.map((k) => (classes.has(k) ? `e-class ${k}` : literal(k))).join(", ") || "none"]];
-    if (n.cost !== null) rows.push(["cost (µs)", us(n.cost)]);
+    if (priced(n)) rows.push(["e-graph estimate (µs)", us(n.cost)]);
     if (roleOf.has(n.id)) rows.push(["part of", roleOf.get(n.id)]);
     showDetails(`e-node ${n.id}`, [...rows, ...classRows(c).slice(1)]);
   } else {
@@ -212,6 +281,7 @@ function focus(eles) {
 function prepare(cand) {
   const before = `${[...drawn].join()}|${[...collapsed].join()}`;
   const own = cand.eclasses.filter((id) => shownSet.has(id));
+  if (!own.length) return false; // nothing of it to draw: the drawing stays as it is
   for (const id of own) collapsed.delete(id);
   if (collapsed.size) {
     drawn.clear();
@@ -239,12 +309,22 @@ async function goTo(anchor) {
 
 function show(cand) {
   const nodes = cy.collection(cand.enodes.map((n) => cy.getElementById(`n:${n}`)).filter((e) => e.nonempty()));
-  focus(nodes);
+  if (nodes.empty()) cy.elements().unselect();
+  else focus(nodes);
   for (const li of document.querySelectorAll("#candidates li")) li.classList.toggle("current", li.dataset.anchor === cand.anchor);
-  showDetails(`${cand.kind === "rejected" ? "rejected" : "plan"}: ${cand.strategy}`,
-              cand.kind === "rejected"
-                ? cand.reasons.map((r) => [r.rule, `${r.message} (fix: ${r.fix})`])
-                : [["estimated (µs)", cand.estimated_us], ["term", cand.term]]);
+  const rows = cand.kind === "rejected"
+    ? cand.reasons.map((r) => [r.rule, `${r.message} (fix: ${r.fix})`])
+    : [["estimated (µs, its solved fields)", cand.estimated_us], ["term", cand.term]];
+  const top = cand.enodes.length ? enodes.get(cand.enodes[cand.enodes.length - 1]) : undefined;
+  if (top && priced(top)) rows.splice(1, 0, ["e-graph estimate (µs)", us(top.cost)]);
+  if (!cand.located) {
+    rows.unshift(["e-graph", cand.kind === "rejected"
+      ? "not in the e-graph: no e-node of this strategy was made (the reasons below say why)"
+      : "not in the e-graph: its term was not found among the e-nodes"]);
+  } else if (nodes.empty()) {
+    rows.unshift(["e-graph", "its e-classes are beyond those the viewer draws (the JSON document has them)"]);
+  }
+  showDetails(`${cand.kind === "rejected" ? "rejected" : "plan"}: ${cand.strategy}`, rows);
 }
 
 function candidateList() {
@@ -253,7 +333,7 @@ function candidateList() {
     const li = el("li");
     li.dataset.anchor = c.anchor;
     li.className = c.kind;
-    const a = el("a", c.kind === "rejected" ? `${c.strategy} (rejected)` : `${c.strategy}: ${c.estimated_us} µs`);
+    const a = el("a", c.kind === "rejected" ? `${c.strategy} (rejected)` : `${c.strategy}: ${c.estimated_us} µs estimated`);
     a.href = `#${c.anchor}`;
     li.append(a);
     if (c.kind === "chosen") li.append(el("span", " chosen", "tag"));
@@ -304,7 +384,9 @@ async function runSearch() {
     matched.merge(eles);
   }
   matched.addClass("match");
-  $("search-result").textContent = `${hitsNodes.length} e-node(s) in ${hitsClasses.size} e-class(es)`;
+  const of = data.shown.length < data.eclass_count
+    ? ` (searched the ${data.shown.length} e-classes the page holds, of ${data.eclass_count}: the JSON document has all)` : "";
+  $("search-result").textContent = `${hitsNodes.length} e-node(s) in ${hitsClasses.size} e-class(es)${of}`;
   focus(matched);
 }
 
@@ -312,22 +394,27 @@ function report() {
   const steps = (data.report && data.report.steps) || [];
   const byIter = new Map();
   for (const s of steps) {
-    const row = byIter.get(s.iteration) || { matches: 0, added: 0, ms: 0, rulesets: [] };
+    const row = byIter.get(s.iteration) || { matches: 0, added: 0, ms: 0, rulesets: new Map() };
     row.matches += s.matches;
     row.added += s.nodes_added;
     row.ms += s.time_ms;
-    if (s.matches) row.rulesets.push(`${s.ruleset} ${s.matches}`);
+    if (s.matches) row.rulesets.set(s.ruleset, (row.rulesets.get(s.ruleset) || 0) + s.matches);
     byIter.set(s.iteration, row);
   }
   const t = $("report");
   for (const [it, r] of byIter) {
     const tr = el("tr");
-    tr.append(el("td", it === 0 ? "extract" : String(it)), el("td", String(r.matches)), el("td", String(r.added)),
-              el("td", r.ms.toFixed(2)), el("td", r.rulesets.join(", ")));
+    const sets = [...r.rulesets].map(([name, n]) => `${name} ${n}`).join(", ");
+    tr.append(el("td", it === 0 ? "finish" : String(it)), el("td", String(r.matches)), el("td", String(r.added)),
+              el("td", r.ms.toFixed(2)), el("td", sets));
     t.append(tr);
   }
 }
 
+if (!chosen) {
+  $("go-plan").disabled = true;
+  $("go-plan").title = "no plan: the request is infeasible (its rejected strategies are listed)";
+}
 $("go-plan").addEventListener("click", () => {
   if (location.hash === "#plan-0") goTo("plan-0");
   else location.hash = "plan-0";
@@ -357,5 +444,5 @@ layout().then(() => {
   if (opening) show(opening);
   document.body.dataset.ready = "1";
   // for scripted checks (the browser test): the graph, its state, and the actions above
-  window.legalsatViewer = { cy, collapsed, goTo, runSearch, readyMs: performance.now() - started };
+  window.legalsatViewer = { cy, collapsed, goTo, runSearch, idle: () => busy === 0, readyMs: performance.now() - started };
 });

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from legalsat.analyses.tile_layouts import stage_read_ways
-from legalsat.analyses.wgmma import ELEMENTS, K_BITS, base_offset, operand_fields
+from legalsat.analyses.wgmma import ELEMENTS, K_BITS, base_offset, instruction_ns, operand_fields
 from legalsat.diagnostics import Code
 from legalsat.planner.build.common import checked, pipeline, placeholder_address
 from legalsat.planner.formulation import Formulation
@@ -159,9 +159,10 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
     if mn_extent % 8 or k_extent % k_width:
         return None, (f"a wgmma operand is whole 8-row groups by whole {k_width}-element k-slices; the tile is "
                       f"{mn_extent} x {k_extent}")
-    per = min(mn_extent, 64) if is_a else mn_extent  # the rows one instruction reads
+    per = instruction_block(mn_extent, is_a, spec.instruction, element.name)  # the rows (M) or columns (N) one reads
     if mn_extent % per:
-        return None, f"wgmma_a reads M in 64-row blocks; the tile has {mn_extent} rows"
+        return None, (f"wgmma_a reads M in 64-row blocks; the tile has {mn_extent} rows" if is_a else
+                      f"wgmma_b reads N in blocks of the instruction's n ({per}); the tile has {mn_extent} columns")
     mn, k = np.meshgrid(np.arange(mn_extent), np.arange(k_extent), indexing="ij")
     off = layout.offsets(mat.indices(mn, k) if is_a else mat.indices(k, mn))
     grid = off.reshape(mn_extent // per, per, k_extent // k_width, k_width)  # (block, mn, slice, k)
@@ -175,10 +176,22 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
                      "cannot address them"
     step = int(starts[1, 0] - starts[0, 0]) if len(starts) > 1 else 0
     if ((starts - starts[0]) != np.arange(len(starts))[:, None] * step).any():
-        return None, "the 64-row blocks of M are not evenly spaced"
+        return None, f"the {per}-{'row blocks of M' if is_a else 'column blocks of N'} are not evenly spaced"
     slices = tuple(KSlice(s * k_width, int(st), base_offset(int(st), layout.swizzle)) for s, st in enumerate(starts[0]))
     return WgmmaOperand(major, fields.layout_type, layout.swizzle, fields.lbo_bytes, fields.sbo_bytes,
-                        slices, step, element.name), None
+                        slices, per, step, element.name), None
+
+
+def instruction_block(mn_extent: int, is_a: bool, instruction: tuple[int, int, int] | None, element: str) -> int:
+    """The rows of M (wgmma_a: 64, or the whole tile when it has fewer) or columns of N
+    (wgmma_b: the instruction's n, else the widest n of the element's wgmma shapes that
+    divides N: N itself when it is one) that one wgmma instruction reads. N is a multiple of 8,
+    and 8 is an n of every element type."""
+    if is_a:
+        return min(mn_extent, 64)
+    if instruction is not None:
+        return instruction[1]
+    return next((n for n in reversed(instruction_ns(element)) if mn_extent % n == 0), mn_extent)
 
 
 def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy: Strategy) -> list[Choice]:
