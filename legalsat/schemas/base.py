@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from legalsat.diagnostics import Code
-from legalsat.schemas.validation import field_path
+from legalsat.schemas.validation import field_path, json_kind  # noqa: F401 (json_kind: re-exported)
 
 
 class Strict(BaseModel):
@@ -41,6 +41,9 @@ class ErrorBodyOut(ErrorOut):
 
 
 MAX_DEPTH = 64  # far past any request's nesting; keeps every later step's recursion bounded
+# objects and arrays in one input: past any request's (a protocol at the verifier's work bound
+# has some 50,000), and what bounds the per-object work of parsing (about 2 us each)
+MAX_CONTAINERS = 1 << 16
 
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
@@ -218,6 +221,11 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
         except UnicodeDecodeError as e:
             raise Code.INVALID_JSON.error(f"{what} is not UTF-8 text: {e.reason} at byte {e.start}",
                                           "send JSON encoded as UTF-8") from None
+    containers = text.count("{") + text.count("[")  # at most this many (brackets in strings count too)
+    if containers > MAX_CONTAINERS:
+        raise Code.INVALID_INPUT.error(f"{what} holds {containers} JSON objects and arrays (or brackets in its "
+                                       f"strings); at most {MAX_CONTAINERS}", "send the documented structure: no "
+                                       "request holds this many (split a batch into smaller ones)")
     try:
         marked: list[object] = []  # a repeated key or a NaN: the walk below names where
 
@@ -244,19 +252,6 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
     if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH or marked:
         check_json_value(obj, what)
     return obj
-
-
-def json_kind(obj: object) -> str:
-    """What a parsed JSON value is, as a message says it: 'a string', 'an array', 'null'."""
-    if obj is None:
-        return "null"
-    if isinstance(obj, bool):
-        return "a boolean"
-    for kinds, name in ((str, "a string"), (int, "an integer"), (float, "a number"), ((list, tuple), "an array"),
-                        (dict, "an object")):
-        if isinstance(obj, kinds):
-            return name
-    return f"a {type(obj).__name__}"
 
 
 def json_input(obj: object, what: str = "the input") -> object:

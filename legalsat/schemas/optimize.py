@@ -27,7 +27,7 @@ from legalsat.analyses.overlap import overlaps
 from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
-from legalsat.schemas.base import Strict, json_input, shown_int
+from legalsat.schemas.base import Strict, json_input, json_kind, shown_int
 from legalsat.schemas.validation import details_from_validation
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -299,7 +299,7 @@ def check_request_id(value: object) -> str | None:
     must still check: the rest of a cached request was validated when it was planned."""
     if value is None or (isinstance(value, str) and len(value) <= MAX_REQUEST_ID):
         return value
-    what = f"a string of {len(value)} characters" if isinstance(value, str) else f"a {type(value).__name__}"
+    what = f"a string of {len(value)} characters" if isinstance(value, str) else json_kind(value)
     raise _bad("request_id", f"request_id is {what}", f"send a string of at most {MAX_REQUEST_ID} characters, "
                "or leave it out")
 

@@ -5,13 +5,41 @@ from __future__ import annotations
 import difflib
 import re
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from legalsat.diagnostics import Code, Diagnostic
 
-# how pydantic names a union's member in an error path (not a field of the input)
-_UNION_MEMBER = re.compile(r"^(?:constrained-|literal\[|function-|json-or-python|lax-|strict-|tagged-union|[A-Z]\w*$|"
+# how pydantic names a union's member in an error path (not a field of the input): a core
+# schema's name, a plain type's, or a model class's (checked against the models, so that an
+# unknown field spelt with a capital, "Target", keeps its name)
+_UNION_MEMBER = re.compile(r"^(?:constrained-|literal\[|function-|json-or-python|lax-|strict-|tagged-union|"
                            r"(?:int|str|bool|float|list|dict|none)$)")
+
+
+def _model_names() -> set[str]:
+    names, todo = set(), [BaseModel]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            names.add(sub.__name__)
+            todo.append(sub)
+    return names
+
+
+def _not_a_field(part: object, tags: tuple[str, ...], models: set[str]) -> bool:
+    return isinstance(part, str) and (part in tags or bool(_UNION_MEMBER.match(part)) or part in models)
+
+
+def json_kind(obj: object) -> str:
+    """What a parsed JSON value is, as a message says it: 'a string', 'an array', 'null'."""
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "a boolean"
+    for kinds, name in ((str, "a string"), (int, "an integer"), (float, "a number"), ((list, tuple), "an array"),
+                        (dict, "an object")):
+        if isinstance(obj, kinds):
+            return name
+    return f"a {type(obj).__name__}"
 
 
 def field_path(loc: tuple) -> str:
@@ -45,7 +73,8 @@ _FIXES = {
     "string_type": "send a JSON string",
 }
 # errors where a field's own hint (how to write the whole field) beats the generic fix
-_FIELD_LEVEL = {"union_tag_invalid", "union_tag_not_found", "model_attributes_type", "model_type", "dict_type"}
+_FIELD_LEVEL = {"union_tag_invalid", "union_tag_not_found"}
+_OBJECT_TYPE = {"model_attributes_type", "model_type", "dict_type"}
 
 
 def _fix_for(etype: str, ctx: dict) -> str | None:
@@ -72,9 +101,9 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
     discriminator values of tagged unions, which pydantic puts in a path and a field is not
     named by.
     """
-    out = []
+    out, models = [], _model_names()
     for e in (err.errors(include_url=False) if isinstance(err, ValidationError) else err):
-        loc = tuple(p for p in e.get("loc", ()) if not (isinstance(p, str) and (p in tags or _UNION_MEMBER.match(p))))
+        loc = tuple(p for p in e.get("loc", ()) if not _not_a_field(p, tags, models))
         path = field_path(loc) or None
         etype = e.get("type", "value_error")
         msg = e.get("msg", "invalid value")
@@ -82,6 +111,16 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
             msg = msg[len("Value error, "):]
         if etype == "extra_forbidden" and loc:
             msg = f"unknown field {str(loc[-1])!r}{_did_you_mean(loc[-1], known_fields or [])}"
+        elif etype in _OBJECT_TYPE:  # pydantic says "a valid dictionary or instance of ViewIn"
+            msg = f"{path or 'the input'}: expected a JSON object, got {json_kind(e.get('input'))}"
+        elif etype in ("union_tag_not_found", "union_tag_invalid"):
+            ctx = e.get("ctx") or {}
+            key = str(ctx.get("discriminator", "kind")).strip("'")
+            where = f"{path}.{key}" if path else key
+            if etype == "union_tag_not_found":
+                msg = f"{path or 'the input'} has no {key!r}"
+            else:
+                msg, path = f"{where} is {ctx.get('tag')!r}, not one of {ctx.get('expected_tags')}", where
         elif etype == "literal_error":
             choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
             msg = f"{path}: {e.get('input')!r} is not a valid value{_did_you_mean(e.get('input'), choices)}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from dataclasses import dataclass
 
@@ -11,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import ClientDisconnect
 
 from legalsat.diagnostics import Code
-from legalsat.schemas.base import load_json
+from legalsat.schemas.base import json_kind, load_json
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
@@ -50,8 +51,9 @@ async def require_token(request: Request,
 
 
 async def read_body(request: Request) -> bytes:
-    """The request body: JSON only (415 for any other declared type or none, so that a web
-    page cannot post a form, text or an untyped blob to the service), refused with 413 past
+    """The request body: JSON only, uncompressed (415 for any other declared type or none, so
+    that a web page cannot post a form, text or an untyped blob to the service, and for a
+    Content-Encoding), refused with 413 past
     LEGALSAT_MAX_BODY_BYTES (checked on the declared length first, then on the bytes
     received), with 408 when it does not arrive within LEGALSAT_BODY_TIMEOUT_S."""
     settings = request.app.state.settings
@@ -60,6 +62,10 @@ async def read_body(request: Request) -> bytes:
         raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, "the body has no Content-Type" if kind is None else
                        f"the body is declared as {kind[:80]!r}",
                        "send the body as JSON with Content-Type: application/json")
+    coding = request.headers.get("content-encoding", "identity").strip().lower()
+    if coding != "identity":  # a compressed body would be read as JSON text and misjudged
+        raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, f"the body is declared as Content-Encoding {coding[:40]!r}",
+                       "send the JSON body uncompressed (no Content-Encoding)")
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -81,19 +87,45 @@ async def read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
+async def _disconnect(request: Request) -> None:
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+@contextlib.asynccontextmanager
+async def disconnection(request: Request):
+    """A task that completes when the client disconnects, for a route that has read its
+    whole body (nothing else receives then) and waits on the worker pool; cancelled when the
+    route is done."""
+    task = asyncio.ensure_future(_disconnect(request))
+    try:
+        yield task
+    finally:
+        task.cancel()
+
+
 def _is_json(content_type: str) -> bool:
     media = content_type.split(";", 1)[0].strip().lower()
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
-def parse_json(body: bytes, what: str, kind: type = dict) -> object:
+# a body past this many bytes is parsed (and checked) in a thread: the event loop goes on
+# answering between the thread's turns (the GIL changes hands every few milliseconds)
+LARGE_BODY = 64 * 1024
+
+
+async def off_loop(size: int, fn, *args):
+    """fn(*args), in a thread when it works through more than LARGE_BODY bytes of input."""
+    return await asyncio.to_thread(fn, *args) if size > LARGE_BODY else fn(*args)
+
+
+async def parse_json(body: bytes, what: str, kind: type = dict) -> object:
     """JSON text -> a value of `kind` (an object, or a list for batches), or InputError (422)
-    that says where the text broke, what it holds instead, or that it nests too deep or holds
-    text that is not Unicode."""
-    obj = load_json(body, f"the body ({what})")
+    that says where the text broke, what it holds instead, or that it nests too deep, holds
+    too many values or holds text that is not Unicode."""
+    obj = await off_loop(len(body), load_json, body, f"the body ({what})")
     if not isinstance(obj, kind):
         shape = "a JSON array" if kind is list else "a JSON object"
-        got = "a string" if isinstance(obj, str) else type(obj).__name__ if obj is not None else "null"
-        raise Code.INVALID_INPUT.error(f"the body is {got}; {what} is {shape}", f"send {what} as {shape} "
+        raise Code.INVALID_INPUT.error(f"the body is {json_kind(obj)}; {what} is {shape}", f"send {what} as {shape} "
                                        "(not a string holding one)")
     return obj

@@ -120,7 +120,8 @@ class HostAllowList:
             if message["type"] == "http.response.start":
                 await error_json(400, {"error": Code.BAD_HOST.at().to_error()})(scope, receive, send)
 
-        await self.checker({**scope, "legalsat.send": send}, receive, refused)
+        scope["legalsat.send"] = send  # the scope itself, not a copy: the route it is matched to is
+        await self.checker(scope, receive, refused)  # what the metrics outside read from it
 
 
 class NoSniff:

@@ -28,10 +28,13 @@ from legalsat.server.pool import DeadlineExceeded, PoolClosed, QueueFull, Worker
 log = logging.getLogger("legalsat.server")
 
 
-async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: int) -> tuple[int, bytes, dict]:
-    """A worker job under a hard deadline; pool outcomes become ApiErrors."""
+async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: int, grace_ms: int = 0,
+                  gone: asyncio.Future | None = None) -> tuple[int, bytes, dict]:
+    """A worker job under a hard deadline (`grace_ms` of it past the job's own time budget);
+    pool outcomes become ApiErrors. When `gone` completes (the client disconnected) while
+    the job is still queued, the job is dropped: 499, which no one reads."""
     try:
-        fut = state.pool.submit(kind, payload, time.monotonic() + deadline_ms / 1000)
+        fut = state.pool.submit(kind, payload, time.monotonic() + deadline_ms / 1000, grace_ms / 1000)
     except QueueFull:
         raise queue_full() from None
     except PoolClosed:
@@ -40,7 +43,12 @@ async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: in
     try:
         try:
             # a job still queued at its deadline is answered then, not when a worker frees up
-            return await asyncio.wait_for(asyncio.shield(waiter), timeout=deadline_ms / 1000)
+            async with asyncio.timeout(deadline_ms / 1000):
+                if gone is not None:
+                    await asyncio.wait({waiter, gone}, return_when=asyncio.FIRST_COMPLETED)
+                    if not waiter.done() and fut.cancel():
+                        raise ApiError(499, Code.CLIENT_DISCONNECTED)
+                return await asyncio.shield(waiter)
         except TimeoutError:
             if fut.cancel():
                 raise deadline(deadline_ms, True, kind) from None
@@ -63,9 +71,10 @@ def answer_error(status: int, body: bytes, meta: dict) -> ApiError:
     return ApiError.answered(status, json.loads(body))
 
 
-async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
+async def plan_one(state: ServiceState, obj: object, gone: asyncio.Future | None = None) -> tuple[bytes, str]:
     """One optimize request -> (response body, "hit" | "miss" | "kept"). Raises ApiError or
-    InputError for everything that is not a plan response."""
+    InputError for everything that is not a plan response. `gone`: completes when the client
+    disconnects (a queued job is then dropped)."""
     if not isinstance(obj, dict):  # a batch item: a string would be parsed as JSON text again
         raise Code.INVALID_INPUT.error("a request must be a JSON object", 'send {"target": ..., "op": {...}}')
     # only valid requests are cached and the key is all but the request_id: a hit checks that
@@ -85,7 +94,8 @@ async def plan_one(state: ServiceState, obj: object) -> tuple[bytes, str]:
     asked = opts.get("timeout_ms")
     asked = asked if type(asked) is int and asked > 0 else PlanOptions.timeout_ms
     budget = min(asked, state.settings.deadline_ms)
-    status, body, meta = await run_job(state, "optimize", obj, budget + state.settings.deadline_grace_ms)
+    grace = state.settings.deadline_grace_ms
+    status, body, meta = await run_job(state, "optimize", obj, budget + grace, grace, gone)
     if status != 200:
         raise answer_error(status, body, meta)
     state.metrics.saturation(meta)

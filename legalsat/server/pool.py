@@ -58,7 +58,9 @@ class _Job:
     kind: str
     payload: dict
     deadline: float  # time.monotonic()
+    grace: float = 0.0  # seconds of the deadline past the job's own time budget
     future: Future = field(default_factory=Future)
+
 
 
 _STOP = object()
@@ -145,12 +147,17 @@ class _Slot:
                 job.future.set_exception(WorkerLost("the pool is shutting down"))
                 return
         remaining = job.deadline - time.monotonic()
-        if remaining <= 0:
+        # the time the job has left, not what it asked for: one that waited in the queue plans
+        # in what is left of its deadline (and says what it could not finish), instead of
+        # planning its full budget and having its worker killed at the deadline
+        left = remaining - job.grace
+        if left <= 0:  # all of its time went waiting
             job.future.set_exception(DeadlineExceeded(waited=True))
             return
+        budget_ms = max(1, int(left * 1000))
         self.busy_since = time.monotonic()
         try:
-            self.conn.send((job.kind, job.payload))
+            self.conn.send((job.kind, job.payload, budget_ms))
             if self.conn.poll(remaining):
                 answer = self.conn.recv()
                 job.future.set_result(answer)
@@ -201,26 +208,44 @@ class WorkerPool:
                 s.spawn()  # surfaces the start-up error
             s.thread.start()
 
-    def submit(self, kind: str, payload: dict, deadline: float) -> Future:
+    def submit(self, kind: str, payload: dict, deadline: float, grace_s: float = 0.0) -> Future:
         """Queue a job; its future resolves to an Answer or raises one of this module's
-        exceptions. Raises QueueFull or PoolClosed at once."""
+        exceptions. Raises QueueFull or PoolClosed at once. The worker gets what is left
+        of the deadline less `grace_s` as the job's time budget when it starts it."""
         if self.closing:
             raise PoolClosed()
-        job = _Job(kind, payload, deadline)
+        job = _Job(kind, payload, deadline, grace_s)
         try:
             self.jobs.put_nowait(job)
         except queue.Full:
-            raise QueueFull() from None
+            if not self._drop_cancelled():
+                raise QueueFull() from None
+            self.jobs.put_nowait(job)  # a place freed just now
         return job.future
+
+    def _drop_cancelled(self) -> int:
+        """Take the jobs whose callers gave up (deadline passed while queued, client gone) out
+        of the queue, where they would hold places until a worker came to skip them."""
+        with self.jobs.mutex:
+            live = [j for j in self.jobs.queue if j is _STOP or not j.future.cancelled()]
+            dropped = len(self.jobs.queue) - len(live)
+            if dropped:
+                self.jobs.queue.clear()
+                self.jobs.queue.extend(live)
+                self.jobs.unfinished_tasks -= dropped
+                self.jobs.not_full.notify(dropped)
+        return dropped
 
     @property
     def queued(self) -> int:
-        return self.jobs.qsize()
+        """Jobs waiting for a worker (not those whose callers gave up)."""
+        with self.jobs.mutex:
+            return sum(1 for j in self.jobs.queue if j is not _STOP and not j.future.cancelled())
 
     @property
     def capacity_left(self) -> int:
         """Jobs that can be accepted right now: free queue places plus idle workers."""
-        return self.jobs.maxsize - self.jobs.qsize() + sum(1 for s in self.slots if s.busy_since is None)
+        return self.jobs.maxsize - self.queued + sum(1 for s in self.slots if s.busy_since is None)
 
     @property
     def alive(self) -> int:

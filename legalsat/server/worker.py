@@ -32,9 +32,11 @@ WARM_UP = {"op": {"kind": "copy",
                   "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
 
 
-def _optimize(payload: dict) -> Answer:
-    # the server's deadline and what this worker's memory holds cap the request's own limits
-    out = optimize(payload, max_timeout_ms=_MAX_TIMEOUT_MS, max_node_limit=_NODE_CAP)
+def _optimize(payload: dict, budget_ms: int | None = None) -> Answer:
+    # the server's deadline (what is left of it when the job starts) and what this worker's
+    # memory holds cap the request's own limits
+    caps = [t for t in (_MAX_TIMEOUT_MS, budget_ms) if t is not None]
+    out = optimize(payload, max_timeout_ms=min(caps) if caps else None, max_node_limit=_NODE_CAP)
     snapshot = out["egraph"].pop("snapshot", None)
     if snapshot is not None:  # keep_egraph: the service keeps it under this id
         out["egraph"]["id"] = uuid.uuid4().hex
@@ -56,18 +58,19 @@ def ran_out_of_time(out: dict) -> bool:
         r["rule"] in _TIMED for rej in out.get("rejected", ()) for r in rej["reasons"])
 
 
-def _verify_pipeline(payload: dict) -> Answer:
-    return 200, model_json(verify_pipeline(payload)), {}
+def _verify_pipeline(payload: dict, budget_ms: int | None = None) -> Answer:
+    return 200, model_json(verify_pipeline(payload)), {}  # bounded by its work bound, not a clock
 
 
-JOBS: dict[str, Callable[[dict], Answer]] = {"optimize": _optimize, "verify_pipeline": _verify_pipeline}
+JOBS: dict[str, Callable[[dict, int | None], Answer]] = {"optimize": _optimize, "verify_pipeline": _verify_pipeline}
 
 
-def run_job(kind: str, payload: dict) -> Answer:
-    """One job -> its answer. Invalid input is a 422 answer; anything else that goes wrong is
-    a 500 answer carrying the exception (a bug in legalsat), never a dead worker."""
+def run_job(kind: str, payload: dict, budget_ms: int | None = None) -> Answer:
+    """One job -> its answer, planned within `budget_ms` when given. Invalid input is a 422
+    answer; anything else that goes wrong is a 500 answer carrying the exception (a bug in
+    legalsat), never a dead worker."""
     try:
-        return JOBS[kind](payload)
+        return JOBS[kind](payload, budget_ms)
     except InputError as e:
         return 422, compact_json(e.to_dict()), {}
     except MemoryError:

@@ -183,7 +183,7 @@ def test_a_nested_field_gets_its_own_fix_not_the_op_hint():
     assert e.value.headline.field == "op.src.base_align" and e.value.headline.fix == "use a value >= 1"
     with pytest.raises(InputError) as e:
         parse_request({"op": {"kind": "gathr"}})
-    assert e.value.headline.field == "op" and '"kind"' in e.value.headline.fix
+    assert e.value.headline.field == "op.kind" and '"kind"' in e.value.headline.fix
 
 
 def test_a_term_requests_problems_name_the_term():
@@ -199,3 +199,21 @@ def test_a_request_nesting_too_deep_names_the_field_holding_it(levels):
     with pytest.raises(InputError) as e:
         legalsat.optimize(text)
     assert e.value.headline.field == "op.src.shape" and "inside op.src.shape" in e.value.headline.message
+
+
+@pytest.mark.parametrize("req,field,says", [
+    ({"Target": "sm90"}, "Target", "unknown field 'Target'; did you mean 'target'?"),
+    ({"options": {"Timeout_ms": 5}}, "options.Timeout_ms", "unknown field 'Timeout_ms'"),
+    ({"op": {"kind": "copy", "src": 5, "dst": {}}}, "op.src", "op.src: expected a JSON object, got an integer"),
+    ({"op": {"kind": "teleport"}}, "op.kind", "op.kind is 'teleport', not one of 'copy', 'load_tile', 'gather'"),
+    ({"op": {"src": {}}}, "op", "op has no 'kind'"),
+], ids=["capital-top", "capital-nested", "object-expected", "bad-kind", "no-kind"])
+def test_errors_name_the_senders_own_fields_in_the_senders_words(req, field, says):
+    """A field spelt with a capital kept its name (it was taken for a pydantic model's); no
+    message speaks of dictionaries, model classes or discriminators."""
+    base = {"term": "(copy (view float32 (4 4) (4 1)) (view float32 (4 4) (1 4)))"}
+    with pytest.raises(InputError) as e:
+        legalsat.optimize({**({} if "op" in req else base), **req})
+    d = e.value.headline
+    assert d.field == field and says in d.message, d
+    assert not any(w in d.message for w in ("dictionary", "instance of", "discriminator", "ViewIn"))

@@ -163,3 +163,64 @@ def test_graceful_shutdown_finishes_in_flight_requests():
             assert not srv.descendants()  # no worker left behind
     finally:
         srv.kill()
+
+
+def test_a_job_that_waited_plans_in_what_is_left_of_its_deadline():
+    """B waits behind A for a worker, then plans in what is left of its 2 s (less the grace)
+    and answers; it used to plan its full 2 s and have its worker killed at the deadline."""
+    with LiveServer(workers=1, cache_path="", log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=60) as c:
+        a = {**SLOW, "request_id": "a", "options": {**SLOW["options"], "timeout_ms": 1500}}
+        b = {**SLOW, "request_id": "b", "options": {**SLOW["options"], "timeout_ms": 2000}}
+        with ThreadPoolExecutor(2) as ex:
+            fa = ex.submit(c.post, "/v1/optimize", json=a)
+            time.sleep(0.3)
+            rb = ex.submit(c.post, "/v1/optimize", json=b).result()
+            ra = fa.result()
+        assert (ra.status_code, rb.status_code) == (200, 200), rb.text
+        assert rb.json()["egraph"]["stop_reason"] == "time_limit"
+        assert c.get("/readyz").json()["worker_restarts"] == 0
+
+
+def test_a_queued_job_whose_client_left_is_dropped_not_planned():
+    import json
+    import re
+    import socket
+
+    with LiveServer(workers=1, cache_path="", log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=60) as c:
+        a = {**SLOW, "request_id": "a", "options": {**SLOW["options"], "timeout_ms": 1500}}
+        with ThreadPoolExecutor(1) as ex:
+            fa = ex.submit(c.post, "/v1/optimize", json=a)
+            time.sleep(0.3)
+            body = json.dumps({**SLOW, "request_id": "b", "options": {**SLOW["options"], "timeout_ms": 2000}})
+            with socket.create_connection(("127.0.0.1", srv.port)) as s:
+                s.sendall(f"POST /v1/optimize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                          f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+                time.sleep(0.3)  # queued behind a
+            assert fa.result().status_code == 200
+        time.sleep(0.5)
+        metrics = c.get("/metrics").text
+        planned = sum(float(v) for v in re.findall(r'^legalsat_saturation_stops_total\{[^}]*\} (\S+)', metrics, re.M))
+        assert planned == 1.0, metrics  # a alone (and the warm-up is not counted)
+        assert re.search(r'legalsat_http_requests_total\{[^}]*status="499"\} 1\.0', metrics), metrics
+
+
+def test_a_job_given_up_while_queued_frees_its_place():
+    """B's deadline passes while it waits behind A: its place in a one-place queue is free
+    again for C at once (it was held until a worker came to skip B: 429), and /readyz does not
+    count it as queued."""
+    with LiveServer(workers=1, queue_size=1, cache_path="", log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=60) as c:
+        def post(name: str, timeout_ms: int):
+            return c.post("/v1/optimize", json={**SLOW, "request_id": name,
+                                                "options": {**SLOW["options"], "timeout_ms": timeout_ms}})
+
+        with ThreadPoolExecutor(2) as ex:
+            fa = ex.submit(post, "a", 2500)
+            time.sleep(0.3)
+            error(post("b", 50), 504, "deadline_exceeded")  # 50 ms + the 1 s grace, all of it queued
+            assert c.get("/readyz").json()["queued"] == 0
+            rc = post("c", 2000)
+            assert fa.result().status_code == 200
+        assert rc.status_code == 200, rc.text

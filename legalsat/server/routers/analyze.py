@@ -1,5 +1,5 @@
-"""POST /v1/descriptors/validate and /v1/analyze/bank-conflicts: answered in the event loop
-(microseconds each, no worker needed)."""
+"""POST /v1/descriptors/validate and /v1/analyze/bank-conflicts: answered without a worker
+(microseconds each; in a thread for bodies past 64 KiB, so the event loop goes on answering)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from legalsat import api
 from legalsat.schemas.bank import BankReportOut, RawAccessIn, TileAccessIn
 from legalsat.schemas.descriptors import DescriptorIn, VerdictOut
-from legalsat.server.deps import ServiceState, parse_json, read_body, service
+from legalsat.server.deps import ServiceState, off_loop, parse_json, read_body, service
 from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 
@@ -24,8 +24,9 @@ async def validate_descriptor(request: Request, target: str | None = Query(
     """Judges the arguments of one `cuTensorMapEncodeTiled` call (innermost dimension first,
     strides in bytes) with the model that agrees with the CUDA driver; each violation names
     its rule, field and fix."""
-    return api.validate_descriptor(parse_json(await read_body(request), "a descriptor"),
-                                   target or state.settings.target)
+    body = await read_body(request)
+    obj = await parse_json(body, "a descriptor")
+    return await off_loop(len(body), api.validate_descriptor, obj, target or state.settings.target)
 
 
 @router.post("/v1/analyze/bank-conflicts", response_model=BankReportOut,
@@ -34,5 +35,6 @@ async def validate_descriptor(request: Request, target: str | None = Query(
 async def bank_conflicts(request: Request, state: ServiceState = Depends(service)) -> BankReportOut:
     """Wavefronts of one warp instruction (per-lane byte offsets) or of a tile walked by a
     warp pattern (rows, cols, ldmatrix); the request's `target` defaults to the server's."""
-    obj = parse_json(await read_body(request), "a bank-conflict request")
-    return api.analyze_bank_conflicts(obj, state.settings.target)
+    body = await read_body(request)
+    obj = await parse_json(body, "a bank-conflict request")
+    return await off_loop(len(body), api.analyze_bank_conflicts, obj, state.settings.target)

@@ -12,7 +12,7 @@ from legalsat.schemas.base import compact_json
 from legalsat.schemas.optimize import OptimizeRequest
 from legalsat.schemas.plan import OptimizeResponse
 from legalsat.schemas.service import BatchResponse, error_item
-from legalsat.server.deps import ServiceState, parse_json, read_body, service
+from legalsat.server.deps import ServiceState, disconnection, parse_json, read_body, service
 from legalsat.server.errors import ApiError, error_responses, queue_full
 from legalsat.server.openapi import json_body
 from legalsat.server.planning import plan_one
@@ -31,16 +31,17 @@ async def optimize(request: Request, state: ServiceState = Depends(service)) -> 
     """Plans, best first, for a copy, gather or tile load. Identical requests are answered from
     the plan cache (header `X-Legalsat-Cache: hit`); `options.keep_egraph` keeps the e-graph for
     `GET /v1/egraphs/{id}` instead of returning it inline."""
-    obj = parse_json(await read_body(request), "an optimize request")
-    body, cache = await plan_one(state, obj)
+    obj = await parse_json(await read_body(request), "an optimize request")
+    async with disconnection(request) as gone:
+        body, cache = await plan_one(state, obj, gone)
     return Response(body, media_type="application/json", headers={"X-Legalsat-Cache": cache})
 
 
-async def _item(state: ServiceState, obj: object) -> bytes:
+async def _item(state: ServiceState, obj: object, gone: asyncio.Future) -> bytes:
     """One batch item's answer; whatever it raises, it fails alone."""
     rid = obj.get("request_id") if isinstance(obj, dict) and isinstance(obj.get("request_id"), str) else None
     try:
-        return (await plan_one(state, obj))[0]
+        return (await plan_one(state, obj, gone))[0]
     except InputError as e:
         body = error_item(e, rid)
     except ApiError as e:
@@ -59,7 +60,7 @@ async def _item(state: ServiceState, obj: object) -> bytes:
 async def optimize_batch(request: Request, state: ServiceState = Depends(service)) -> Response:
     """A list of requests in, a list of responses or per-item errors out, in the same order.
     Items are planned in parallel on the worker pool, each under its own deadline."""
-    items = parse_json(await read_body(request), "a batch", list)
+    items = await parse_json(await read_body(request), "a batch", list)
     limit = state.settings.max_batch_items
     if not items:
         raise ApiError(422, Code.INVALID_INPUT, "a batch is a non-empty JSON array of optimize requests",
@@ -69,5 +70,6 @@ async def optimize_batch(request: Request, state: ServiceState = Depends(service
                        f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)")
     if len(items) > state.pool.capacity_left:
         raise queue_full()
-    parts = await asyncio.gather(*(_item(state, obj) for obj in items))
+    async with disconnection(request) as gone:
+        parts = await asyncio.gather(*(_item(state, obj, gone) for obj in items))
     return Response(b"[" + b",".join(parts) + b"]", media_type="application/json")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request, Response
 
 from legalsat.schemas.protocol import PipelineVerdictOut, ProtocolIn, parse_protocol
-from legalsat.server.deps import ServiceState, parse_json, read_body, service
+from legalsat.server.deps import ServiceState, disconnection, off_loop, parse_json, read_body, service
 from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 from legalsat.server.planning import answer_error, run_job
@@ -23,9 +23,11 @@ router = APIRouter(tags=["analyses"])
 async def verify_pipeline(request: Request, state: ServiceState = Depends(service)) -> Response:
     """Deadlocks, expect-tx mismatches, phase reuse, buffer hazards, missing proxy fences and
     store reuse in an mbarrier/TMA protocol, for every trip count that matters."""
-    obj = parse_json(await read_body(request), "a protocol")
-    parse_protocol(obj)  # InputError -> 422 here, without occupying a worker
-    status, body, meta = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms)
+    body = await read_body(request)
+    obj = await parse_json(body, "a protocol")
+    await off_loop(len(body), parse_protocol, obj)  # InputError -> 422 here, without occupying a worker
+    async with disconnection(request) as gone:
+        status, body, meta = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms, gone=gone)
     if status != 200:
         raise answer_error(status, body, meta)
     return Response(body, media_type="application/json")
