@@ -7,6 +7,8 @@ offered strategy that could not be realized carries its builder's reasons instea
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.build.common import placeholder_address
@@ -27,7 +29,8 @@ _NOT_OFFERED = {
 
 def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
     """Why TMA is out for a request: the legality verdict of the descriptor a compiler would
-    write for the view as given (innermost dim first)."""
+    write for the view as given (innermost dim first). The messages say "the view"; see
+    `_of` for the request's name of it."""
     order = sorted((k for k, n in enumerate(view.shape) if n > 1), key=lambda k: view.strides[k])
     order = order or [view.rank - 1]
     if len(order) > target.tma.max_rank:
@@ -52,13 +55,19 @@ def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
         return [Code.NO_TMA_UNIT.at(f"{req.target.name} has no tensor memory accelerator")]
     if isinstance(m, Gather):
         return [Code.GATHER_TMA.at()]
-    views = [m.src] + ([m.dst] if isinstance(m, Copy) else [])
-    reasons = [r for v in views for r in natural_descriptor(v, req.target)]
+    views = [("op.src", m.src)] + ([("op.dst", m.dst)] if isinstance(m, Copy) else [])
+    reasons = [_of(name, r) for name, v in views for r in natural_descriptor(v, req.target)]
     if isinstance(m, Copy) and m.src.base_align % 16 == 0 and m.dst.base_align % 16 == 0 and not reasons:
         reasons = [Code.INNER_EXTENT.at()]
     if any(r.code is Code.GLOBAL_STRIDES_ALIGN for r in reasons) and not req.options.allow_padding:
         reasons.append(Code.ALLOW_PADDING.at())
     return reasons or [Code.TMA_UNAVAILABLE.at()]
+
+
+def _of(name: str, d: Diagnostic) -> Diagnostic:
+    """`d` about the view `name` (op.src, op.dst): said in the message (the field stays the
+    descriptor's, where a descriptor rule names one; else the view)."""
+    return replace(d, message=f"{name}: {d.message}", field=d.field or name)
 
 
 def why_not(req: PlanRequest, strategy: Strategy) -> list[Diagnostic]:

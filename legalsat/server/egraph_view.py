@@ -32,7 +32,10 @@ _CAND_CODES = ", ".join(f"{code} {name}" for code, name in sorted(_STRATEGY_BY_C
 _LABELS = {"TmaOk": "tma_legal", "Div": "strides_divisible_by", "Has": "strategies",
            "Transp": "transposing", "Small": "small_side_bytes", "Bytes": "bytes",
            "Width": "access_bytes", "SrcRun": "src_run", "DstRun": "dst_run", "Elems": "elements",
-           "Rank": "rank", "MaxD": "max_dst_stride", "MaxS": "max_src_stride", "Clustered": "clustered"}
+           "Rank": "rank", "MaxD": "max_dst_stride", "MaxS": "max_src_stride", "Clustered": "clustered",
+           "TElems": "tile_elements", "TTiles": "tile_positions", "TRank": "tile_rank", "TBig": "dims_spanned",
+           "TInner": "inner_tile_extent", "TBcast": "broadcast", "LoadWidth": "access_bytes",
+           "TOuterDiv": "outer_strides_divisible_by", "BcastOf": "without_broadcast"}
 
 
 class _Graph:

@@ -65,3 +65,13 @@ def test_an_moe_gather_names_the_inspector_passes():
     assert any(f"inspector: {len(passes)} passes ({', '.join(passes)})" in line for line in insp["explain"])
     assert any(line.startswith(f"launches: {1 + len(passes)} kernel") for line in insp["explain"])
     assert any(line.startswith("limit: rows_per_program") for line in insp["explain"])
+
+
+def test_a_reason_about_one_view_says_which():
+    """A permute whose views both have too many dims: one reason per view, each naming it
+    (the two read alike before)."""
+    from legalsat.testing.browser import VIEWER_CASES
+
+    out = optimize(VIEWER_CASES["rank8-permute"])
+    tma = next(r for r in out["rejected"] if r["strategy"] == "tma")["reasons"]
+    assert [r["message"].split(":")[0] for r in tma] == ["op.src", "op.dst"]

@@ -96,3 +96,14 @@ def test_page_loads_only_the_services_own_assets(small):
 
 def test_document_is_plain_json(small):
     assert json.loads(json.dumps(small)) == small
+
+
+def test_a_tile_walks_analyses_have_their_users_names_and_only_plans_carry_times():
+    """TDims classes show tile_elements, tile_positions, ... (not TElems); the cost entries of
+    non-plan e-nodes (term sizes, shown as 0.000 µs) are left out."""
+    model = _model(TILE)
+    walks = [c for c in model["eclasses"] if c["sort"] == "TDims" and c["nodes"]]
+    assert walks and any({"tile_elements", "tile_positions", "tile_rank"} <= set(c["analyses"]) for c in walks)
+    sort_of = {c["id"]: c["sort"] for c in model["eclasses"]}
+    priced = {sort_of[n["eclass"]] for n in model["enodes"] if n["cost"] is not None}
+    assert priced == {"Plan"}
