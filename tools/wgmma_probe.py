@@ -179,10 +179,11 @@ def prepare(case: dict) -> dict:
 
 
 def emulate(case: dict, prepared: dict) -> int:
-    """The probe on the CPU: reads every block and k-slice where the descriptor's canonical
-    layout (legalsat.analyses.wgmma.canonical_offset) and the stage's swizzle put each element,
-    in a stage holding each element's tile index, and counts the elements that are not the
-    operand's (0 when the plan's fields describe its own layout)."""
+    """The probe on the CPU: the place every block and k-slice's descriptor reads each
+    element from (the canonical layout, legalsat.analyses.wgmma.canonical_offset, then the
+    swizzle) against where the plan's layout put that element of the operand; the count of
+    elements read from elsewhere (0 when the plan's fields describe its own layout). Places,
+    not values: a broadcast dim's positions share one."""
     import numpy as np
 
     from legalsat.analyses.wgmma import canonical_offset
@@ -193,8 +194,6 @@ def emulate(case: dict, prepared: dict) -> int:
     element, n, _ = kernel_key(case["plan"])
     k_w, eb = TYPES[element][1], TYPES[element][4]
     addr, flat = prepared["addr"], prepared["flat"]
-    stage = np.full(int(addr.max()) // eb + 1, -1, dtype=np.int64)
-    stage[addr // eb] = np.arange(addr.size)
     swizzle, major = Swizzle(wg["swizzle"]), Major(wg["major"])
     mn, k = np.meshgrid(np.arange(n), np.arange(k_w), indexing="ij")
     wrong = 0
@@ -203,9 +202,8 @@ def emulate(case: dict, prepared: dict) -> int:
             raise ValueError("the emulation takes base offset 0 only")
         start = (d & 0x3FFF) << 4
         off = start + canonical_offset(major, swizzle, eb, ((d >> 16) & 0x3FFF) << 4, ((d >> 32) & 0x3FFF) << 4, mn, k)
-        got = stage[swizzle.apply(off) // eb]
         k0 = wg["k_slices"][s]["k0"]
-        wrong += int((got != flat[b * n:(b + 1) * n, k0:k0 + k_w]).sum())
+        wrong += int((swizzle.apply(off) != addr[flat[b * n:(b + 1) * n, k0:k0 + k_w]]).sum())
     return wrong
 
 
@@ -417,6 +415,10 @@ def run(out_dir: Path, seed: int = 7) -> dict:
         addr, flat, descs = prepared["addr"], prepared["flat"], prepared["descs"]
         eb = TYPES[element][4]
         raw, vals = values(element, int(np.prod(plan["tile"])), gen)
+        # elements that share a place (a broadcast dim's positions) hold one value
+        _, first, inverse = np.unique(addr, return_index=True, return_inverse=True)
+        same = torch.as_tensor(first[inverse.reshape(-1)])
+        raw, vals = raw.view(-1, eb)[same].reshape(-1), vals[same]
         stage_bytes = int(addr.max()) + eb + 16 * CONTROL_SHIFT  # the control reads past the last element
         stage_bytes += -stage_bytes % 16
         stage = np.zeros(stage_bytes, dtype=np.uint8)

@@ -39,7 +39,11 @@ def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, 
                 st = getattr(p.dims[k], side)
                 if st:
                     terms.append(f"i{k}" if st == 1 else f"i{k} * {st}")
-        lines.append(f"    {side[0]}o = {' + '.join(terms) or '0'}")
+            if not any(t.startswith("i") for t in terms):
+                # every stride 0 (a broadcast source, x.expand(n)): still a block of offsets, which
+                # a masked load needs (a scalar pointer takes no block mask)
+                terms.append("i * 0")
+        lines.append(f"    {side[0]}o = {' + '.join(terms)}")
     if n % block:  # only the last program is partial: the others run unmasked
         lines += [f"    if pid < {n // block}:", "        x = tl.load(src + so)", "        tl.store(dst + do, x)",
                   "    else:", f"        mask = i < {n}", "        x = tl.load(src + so, mask=mask)",

@@ -68,6 +68,7 @@ class TileWalk:
     wgmma: WgmmaOut | None
     desc: DescriptorSpec | None
     expect_bytes: int
+    extents: tuple[int, ...] | None = None  # the tensor's, per request dim (None: plans before planner/8)
 
     @property
     def tiles(self) -> int:
@@ -180,9 +181,15 @@ def tile_walk(plan: PlanOut) -> TileWalk:
                              f"{nb} boxes hold {expect}")
     elif strategy is not Strategy.DIRECT:
         raise plan_error("strategy", f"load_tile plans are tma or direct, not {strategy.value}")
+    extents = None
+    if tl.extents is not None:
+        if len(tl.extents) != rank or any(not 0 < e <= g * t for e, g, t in zip(tl.extents, tl.grid, plan.tile)):
+            raise plan_error("tile_load.extents", f"{tl.extents} are not the extents of a tensor that a grid of "
+                             f"{tl.grid} tiles of {list(plan.tile)} covers")
+        extents = tuple(tl.extents)
     walk = TileWalk(strategy, word, tuple(plan.tile), tuple(tl.grid), tuple(dims), tuple(boxes),
                     _swizzle_bytes(lay.swizzle), max(1, plan.num_stages), tuple(tl.broadcast), tl.consumer,
-                    tl.wgmma, desc, expect)
+                    tl.wgmma, desc, expect, extents)
     if prod(walk.out_shape) >= OUTPUT_LIMIT:
         raise plan_error("tile_load.grid", f"the tiles hold {prod(walk.out_shape)} elements; a tile kernel writes "
                          f"fewer than {OUTPUT_LIMIT}", "plan a smaller tensor or time the walk in a bigger kernel")
@@ -265,17 +272,21 @@ def col_offset(w: TileWalk, var: str, origin: int) -> str:
     return offset_expr(w, var, [(0, f"{var} + {origin}" if origin else var)])
 
 
-def broadcast_lines(w: TileWalk, indent: str) -> tuple[list[str], str, str]:
-    """(loop header lines, offset expression, extra indent) repeating a store over the tile's
-    broadcast dims (which the stage holds once)."""
+def broadcast_lines(w: TileWalk, indent: str) -> tuple[list[str], str, str, str | None]:
+    """(loop header lines, offset expression, extra indent, in-bounds condition or None)
+    repeating a store over the tile's broadcast dims (which the stage holds once). Where a
+    broadcast dim's last tile overhangs the tensor, the condition says whether the position is
+    inside it: the overhang reads zero, as TMA fills it along the other dims."""
     dims = [k for k in w.broadcast if w.tile[k] > 1]
     if not dims:
-        return [], "", ""
+        return [], "", "", None
     n = prod(w.tile[k] for k in dims)
     lines = [f"{indent}for bi in range({n}):"]
-    lines += decompose("bi", [(f"b{k}", w.tile[k]) for k in dims], indent + "    ")
-    off = " + ".join(f"b{k} * {w.tile_strides[k]}" for k in dims)
-    return lines, f" + {off}", "    "
+    lines += decompose("bi", [(f"bc{k}", w.tile[k]) for k in dims], indent + "    ")
+    off = " + ".join(f"bc{k} * {w.tile_strides[k]}" for k in dims)
+    over = [k for k in dims if w.extents is not None and w.grid[k] * w.tile[k] > w.extents[k]]
+    inside = " & ".join(f"(T{k} * {w.tile[k]} + bc{k} < {w.extents[k]})" for k in over) if over else None
+    return lines, f" + {off}", "    ", inside
 
 
 def box_offset(w: TileWalk, origin: tuple[int, ...]) -> str:
@@ -286,8 +297,10 @@ def box_offset(w: TileWalk, origin: tuple[int, ...]) -> str:
 def store_lines(w: TileWalk, value: str, off: str, indent: str, lib: str = "tl", mask: str | None = None) -> list[str]:
     """Lines storing `value` at tiles-tensor offsets `off` of the current tile (`ob`), once per
     index of the tile's broadcast dims."""
-    loop, boff, extra = broadcast_lines(w, indent)
+    loop, boff, extra, inside = broadcast_lines(w, indent)
     m = f", mask={mask}" if mask else ""
+    if inside is not None:
+        value = f"{lib}.where({inside}, {value}, 0)"
     return [*loop, f"{indent}{extra}{lib}.store(out + ob{boff} + {off}, {value}{m})"]
 
 

@@ -169,7 +169,8 @@ class TileLoadPlan:
     whose tile positions give its coordinate (coordinate = sum(T[k] * mult)); `boxes` complete
     one stage on one mbarrier phase; `layout` places every tile element in the stage; `folded`
     request dims share one descriptor dim (CuTe's fold of modes past rank 5); `broadcast` dims
-    are loaded once (stride 0 in the stage)."""
+    are loaded once (stride 0 in the stage); `extents`: the tensor's, per request dim (what
+    a kernel masks the overhang of broadcast dims by: the descriptor does not walk them)."""
 
     grid: tuple[int, ...]
     coords: tuple[tuple[tuple[int, int], ...], ...]
@@ -183,6 +184,7 @@ class TileLoadPlan:
     wgmma: WgmmaOperand | None
     estimated_us_per_tile: float
     note: str | None = None
+    extents: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)

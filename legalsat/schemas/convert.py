@@ -121,6 +121,7 @@ def tile_load_out(t: TileLoadPlan) -> TileLoadOut:
     return TileLoadOut(grid=list(t.grid), coords=[[list(x) for x in c] for c in t.coords],
                        boxes=[TileBoxOut(origin=list(b.origin), smem_offset_bytes=b.smem_offset_bytes) for b in t.boxes],
                        layout=layout, oob_fill=t.oob_fill, folded=list(t.folded), broadcast=list(t.broadcast),
+                       extents=list(t.extents) or None,
                        consumer=t.consumer, read_conflict_ways=t.read_conflict_ways, wgmma=wgmma,
                        estimated_us_per_tile=t.estimated_us_per_tile, **_set(note=t.note))
 

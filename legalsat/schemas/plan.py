@@ -237,6 +237,9 @@ class TileLoadOut(Out):
     folded: list[int] = Field(description="request dims folded into one descriptor dim (box 1; CuTe's fold of "
                               "modes past rank 5)")
     broadcast: list[int] = Field(description="broadcast (stride-0) request dims, loaded once: stride 0 in the stage")
+    extents: list[int] | None = Field(None, description="the tensor's extent per request dim (outermost first); a "
+                                      "tile's positions past it read zero, along broadcast dims too (absent in plans "
+                                      "of planner versions before 8)")
     consumer: str = Field(description="what reads the tile")
     read_conflict_ways: float = Field(description="the bank model's verdict on the consumer's reads (1.0: none)")
     wgmma: WgmmaOut | None = Field(description="wgmma operands: the matrix descriptor of every k-slice")

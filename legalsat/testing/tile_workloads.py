@@ -139,6 +139,12 @@ def large_and_edge() -> list[tuple[str, dict]]:
     out.append(_req("row vector [1,509] float16 tile 8x128", "float16", (1, 509), (8, 128), "rows"))
     out.append(_req("column [509,1] float32 tile 128x32", "float32", (509, 1), (128, 32), "cols"))
     out.append(_req("column [509,1] bfloat16 wgmma_a 64x64", "bfloat16", (509, 1), (64, 64), "wgmma_a"))
+    # broadcast (stride-0) dims whose last tile overhangs the tensor: the overhang reads zero
+    # there too, though the descriptor does not walk those dims
+    out.append(_req("broadcast overhang [3,16] uint8 tile 2x16", "uint8", (3, 16), (2, 16), "rows", (0, 1)))
+    out.append(_req("broadcast overhang [3,8] float32 tile 4x8", "float32", (3, 8), (4, 8), "rows", (0, 1)))
+    out.append(_req("broadcast overhang GQA [2,3,16,64] bf16 wgmma_b", "bfloat16", (2, 3, 16, 64), (1, 2, 16, 64),
+                    "wgmma_b", (1024, 0, 64, 1)))
     for dt in ("bool", "int16", "float64", "int64"):
         e = ESIZE[dt]
         out.append(_req(f"words {dt} [1000,{512 // e}]", dt, (1000, 512 // e), (64, 128 // e), "rows"))

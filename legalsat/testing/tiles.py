@@ -87,13 +87,16 @@ def stage_addresses(plan: PlanOut) -> np.ndarray:
 
 def expected_stages(plan: PlanOut, tiles: torch.Tensor, words_per_tile: int) -> torch.Tensor:
     """The int32 words of every tile's stage: each element's bytes where the plan's layout
-    puts them (`tiles`: the reference tiles, [*grid, *tile])."""
+    puts them (`tiles`: the reference tiles, [*grid, *tile]). The positions of a broadcast
+    dim share one place, which holds index 0's (the loaded one; the others may be overhang,
+    which the consumer reads as zero but the stage does not hold)."""
     eb = plan.tile_load.layout.element_bytes
     n = prod(plan.tile_load.grid)
-    addr = torch.as_tensor(stage_addresses(plan) // eb, device=tiles.device)
+    addr, first = np.unique(stage_addresses(plan) // eb, return_index=True)  # the first index of each place
     w = WORD_DTYPE[eb]
     stage = torch.full((n, words_per_tile * 4 // eb), 0, dtype=w, device=tiles.device)
-    stage[:, addr] = tiles.reshape(n, -1).view(w) if tiles.dtype != torch.bool else tiles.reshape(n, -1).view(w)
+    stage[:, torch.as_tensor(addr, device=tiles.device)] = tiles.reshape(n, -1).view(w)[:, torch.as_tensor(
+        first, device=tiles.device)]
     return stage.view(torch.int32)
 
 

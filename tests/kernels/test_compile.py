@@ -20,3 +20,25 @@ def test_all_kernels_compile_for_sm90():
                        text=True, env=env, timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
     assert " 0 of " not in r.stdout and "kernels compiled for sm90" in r.stdout
+
+
+def test_every_broadcast_tile_probe_compiles_for_sm90():
+    """The tile plans with broadcast dims (their store loop over those dims named its indices
+    b0, b1, ...: the Gluon probe's own stage loop variable is b0, a broadcast dim 0 broke it)."""
+    require_client()
+    import json
+    import tempfile
+
+    picks = {}
+    for name in ("tile_plans.json", "tile_suite_plans.json"):
+        for key, entry in json.loads((ROOT / "benchmarks" / name).read_text()).items():
+            if any((p.get("tile_load") or {}).get("broadcast") for p in entry["response"]["plans"]):
+                picks[key] = entry
+    assert len(picks) >= 6 and any(k.startswith("broadcast overhang") for k in picks)
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "broadcast_plans.json"
+        path.write_text(json.dumps(picks))
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        r = subprocess.run([sys.executable, "-m", "tools.compile_kernels", str(path)], capture_output=True, cwd=ROOT,
+                           text=True, env=env, timeout=900)
+    assert r.returncode == 0 and " 0 of " not in r.stdout, r.stdout[-4000:] + r.stderr[-4000:]

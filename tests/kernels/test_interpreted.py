@@ -97,3 +97,29 @@ def test_window_gather_is_exact_when_indices_break_the_promise():
     k = build_kernel(resp, plan_index=shuffle)
     poison(inp)
     assert same_bits(inp.call(k), want)
+
+
+@pytest.mark.parametrize("dtype,shape,src_strides,dst_strides", [
+    ("bfloat16", [3], [0], [1]),            # torch.tensor(x).expand(3).contiguous()
+    ("float32", [5, 7], [0, 0], [7, 1]),    # a scalar expanded to 5 x 7
+    ("uint8", [1000, 3], [0, 1], [3, 1]),   # a row repeated: partly broadcast
+], ids=["expand-1d", "scalar-2d", "row-repeated"])
+def test_a_broadcast_source_copies_bit_exact(dtype, shape, src_strides, dst_strides):
+    """Every source stride 0: the direct kernel's source offset was the scalar 0, and its
+    masked last block did not build (a block mask on a scalar pointer)."""
+    require_client()
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    view = lambda strides: {"dtype": dtype, "shape": shape, "strides": strides}  # noqa: E731
+    resp = optimize({"op": {"kind": "copy", "src": view(src_strides), "dst": view(dst_strides)},
+                     "options": {"max_plans": 5}})
+    assert resp["plans"], resp["rejected"]
+    inp = make_inputs(resp, {}, "cpu", torch.Generator().manual_seed(3))
+    want = reference(inp)
+    for i, plan in enumerate(resp["plans"]):
+        poison(inp)
+        assert same_bits(inp.call(build_kernel(resp, plan_index=i, variant="tl")), want), plan["strategy"]

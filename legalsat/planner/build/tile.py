@@ -359,7 +359,8 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
         total_us = estimate_us(target, tiles, tile_bytes, 1, width // 2)
     note = choice.note if m.consumer.is_wgmma and choice.wgmma is None else None
     plan = TileLoadPlan(grid, tuple(d.coords for d in dims), boxes, choice.layout, "zero", folded, broadcast,
-                        m.consumer.kind.value, choice.read_ways, choice.wgmma, round(total_us / tiles, 4), note)
+                        m.consumer.kind.value, choice.read_ways, choice.wgmma, round(total_us / tiles, 4), note,
+                        tuple(m.src.shape))
     prover = functools.partial(prove_tile_walk, m, [(d.extent, d.stride, d.coords) for d in dims], choice.box, boxes,
                                choice.layout)
     smem_layout = SmemLayout(tile_bytes, stages, choice.swizzle, 0, 1.0, choice.read_ways,
