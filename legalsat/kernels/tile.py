@@ -149,7 +149,7 @@ def tile_walk(plan: PlanOut) -> TileWalk:
         dims.append(WalkDim(pd.extent, pd.src_stride, ld.box * ld.boxes, ld.box, ld.boxes,
                             tuple((k, m) for k, m in ld.parts), tuple((k, m) for k, m in co)))
     odd = [d.box for d in dims if d.box & (d.box - 1)]
-    if odd:
+    if odd and Strategy(plan.strategy) is Strategy.TMA:  # a direct plan's kernel walks the rows instead
         raise plan_error("tile_load.layout.dims", f"the plan's boxes are {[d.box for d in dims]} (innermost first); "
                          "Triton's tensors and descriptors take power-of-two extents only",
                          "build this plan's load from its descriptor in CUDA C++ or CuTe (the driver takes any box "
@@ -327,8 +327,26 @@ def tl_tma_kernel(name: str, w: TileWalk) -> str:
     return "\n".join(lines) + "\n"
 
 
+# a direct plan of at most this many boxes, all of power-of-two extents, loads them one by one
+# (unrolled, as measured in benchmarks/tile_results.json); others walk the tile's rows in a loop
+DIRECT_UNROLLED_BOXES = 16
+# words a direct tile program holds per step of its walk over the tile's rows (16 a thread of
+# its 4 warps and more: 4,096 spilled for an fp8 tile on sm90, ptxas)
+DIRECT_CHUNK_WORDS = 2048
+DIRECT_UNROLLED_STEPS = 8
+
+
+def _pow2_boxes(w: TileWalk) -> bool:
+    return all(b & (b - 1) == 0 for b in w.box)
+
+
 def tl_direct_kernel(name: str, w: TileWalk) -> str:
-    """One program per tile: each box of the plan's stage layout with masked pointer loads."""
+    """One program per tile, with masked pointer loads (zero past the tensor): box by box of
+    the plan's stage layout, or for a tile of many boxes or boxes of no power-of-two extent
+    (odd tile extents: 720 boxes of 8 bytes for a [24, 6, 1, 4, 5, 2] uint8 tile, a
+    2,900-line kernel unrolled), a loop over the tile's rows (`_row_walk`)."""
+    if len(w.boxes) > DIRECT_UNROLLED_BOXES or not _pow2_boxes(w):
+        return _row_walk(name, w)
     lines = _tl_header(name, "src, out", w)
     for origin, _ in w.boxes:
         rows = row_positions(w, "rr", w.box, origin)
@@ -347,6 +365,41 @@ def tl_direct_kernel(name: str, w: TileWalk) -> str:
         lines.append(f"    x = tl.load(src + so, mask={' & '.join(masks)}, other=0)")
         lines.append(f"    off = {box_offset(w, origin)}")
         lines += store_lines(w, "x", "off", "    ")
+    return "\n".join(lines) + "\n"
+
+
+def _row_walk(name: str, w: TileWalk) -> str:
+    """The tile's rows (walk dims 1.., row-major) in blocks of DIRECT_CHUNK_WORDS, each
+    element stored where the tile holds it; the blocks are padded to powers of two and
+    masked. The plan's boxes place the tile in shared memory, which this kernel does not
+    write: it reads the tensor as the walk does."""
+    rows, cols = w.stage_rows, w.dims[0].tile
+    pc = pow2_at_least(cols)
+    chunk = max(1, min(pow2_at_least(rows), DIRECT_CHUNK_WORDS // pc))
+    lines = [f"@triton.jit\ndef {name}(src, out):", "    tid = tl.program_id(0)",
+             *tile_lines(w, "tid", "", "    "), f"    ob = {out_base(w, '')}",
+             f"    rr = tl.arange(0, {chunk})", f"    cc = tl.arange(0, {pc})",
+             # a few steps unrolled by the compiler (their loads overlap), more in a loop
+             f"    for r0 in {'tl.static_range' if cdiv(rows, chunk) <= DIRECT_UNROLLED_STEPS else 'range'}"
+             f"(0, {rows}, {chunk}):", "        r = r0 + rr"]
+    radices = tuple(d.tile for d in w.dims)
+    origins = (0,) * len(w.dims)
+    src_r, masks = [], [f"(r < {rows})[:, None]", f"(cc < {cols})[None, :]"]
+    inside = " & ".join(masks)  # the tile's own positions
+    for d, p in row_positions(w, "r", radices, origins):
+        dim = w.dims[d]
+        pos = f"(r * 0 + {coordinate(w, d, '')} + {p})"
+        if dim.src_stride:
+            src_r.append(f"{pos} * {dim.src_stride}")
+        masks.append(f"({pos} < {dim.extent})[:, None]")
+    d0 = w.dims[0]
+    pos0 = f"({coordinate(w, 0, '')} + cc)"
+    src_c = f"{pos0} * {d0.src_stride}" if d0.src_stride else "cc * 0"
+    masks.append(f"({pos0} < {d0.extent})[None, :]")
+    lines.append(f"        so = ({' + '.join(src_r) or 'r * 0'})[:, None] + ({src_c})[None, :]")
+    lines.append(f"        x = tl.load(src + so, mask={' & '.join(masks)}, other=0)")
+    lines.append(f"        off = ({row_offset(w, 'r', radices, origins)})[:, None] + ({col_offset(w, 'cc', 0)})[None, :]")
+    lines += store_lines(w, "x", "off", "        ", mask=inside)
     return "\n".join(lines) + "\n"
 
 

@@ -145,6 +145,10 @@ def large_and_edge() -> list[tuple[str, dict]]:
     out.append(_req("broadcast overhang [3,8] float32 tile 4x8", "float32", (3, 8), (4, 8), "rows", (0, 1)))
     out.append(_req("broadcast overhang GQA [2,3,16,64] bf16 wgmma_b", "bfloat16", (2, 3, 16, 64), (1, 2, 16, 64),
                     "wgmma_b", (1024, 0, 64, 1)))
+    # odd tile extents: a direct plan of hundreds of boxes of a few bytes (its kernel walks the
+    # tile's rows in a loop)
+    out.append(_req("odd extents [2,5,3,5,5,8] uint8 tile [24,6,1,4,5,2]", "uint8", (2, 5, 3, 5, 5, 8),
+                    (24, 6, 1, 4, 5, 2), "wgmma_a"))
     for dt in ("bool", "int16", "float64", "int64"):
         e = ESIZE[dt]
         out.append(_req(f"words {dt} [1000,{512 // e}]", dt, (1000, 512 // e), (64, 128 // e), "rows"))

@@ -159,3 +159,33 @@ def test_tile_kernel_checks_its_arguments():
     with pytest.raises(InputError) as e:
         k(torch.zeros(40, 64, dtype=torch.float16), stages=torch.zeros(1, dtype=torch.int32))
     assert e.value.headline.field == "stages"
+
+
+def test_a_direct_tile_kernel_walks_its_rows_in_a_loop_whatever_its_boxes():
+    """Odd tile extents make hundreds of boxes (720 for this tile, 3,840 of one element for
+    the second): the direct kernel loops over the tile's rows instead of unrolling a load per
+    box (a 2,899- and a 15,377-line kernel; minutes per call in the interpreter)."""
+    require_client()
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.tiles import consumer_view, poison, reference_tiles, same_bits, source_tensor
+
+    reqs = [{"op": {"kind": "load_tile", "tile": [24, 6, 1, 4, 5, 2], "consumer": "wgmma_a",
+                    "src": {"dtype": "uint8", "shape": [2, 5, 3, 5, 5, 8], "strides": [6000, 1200, 400, 40, 8, 1],
+                            "base_align": 8}}},
+            {"op": {"kind": "load_tile", "tile": [2, 5, 128, 3, 1], "consumer": "wgmma_a",
+                    "src": {"dtype": "uint16", "shape": [2, 17, 8, 1, 5], "strides": [2094, 123, 15, 10, 1],
+                            "base_align": 128}}}]
+    for req in reqs:
+        resp = optimize(req)
+        plan = next(p for p in resp["plans"] if p["strategy"] == "direct")
+        assert len(plan["tile_load"]["boxes"]) >= 720
+        k = build_kernel(resp, plan_index=resp["plans"].index(plan), variant="tl")
+        assert k.source.count("\n") < 60
+        src = req["op"]["src"]
+        x = source_tensor(src["shape"], src["strides"], src["dtype"], "cpu", torch.Generator().manual_seed(5))
+        out = poison(torch.empty(k.out_shape, dtype=k.out_dtype(x)))
+        k(x, out=out)
+        assert same_bits(out, consumer_view(reference_tiles(x, req["op"]["tile"]), k.emitted.tile.element))
