@@ -44,6 +44,9 @@ def install(app: FastAPI) -> None:
         settings = app.state.settings
         for path in doc.get("paths", {}).values():  # the limits this server enforces
             for op in path.values():
+                if isinstance(op, dict) and settings.token is None:
+                    op.pop("security", None)  # an open server asks no token (401 cannot happen either)
+                    op.get("responses", {}).pop("401", None)
                 body = op.get("requestBody") if isinstance(op, dict) else None
                 if body is None:
                     continue
@@ -52,6 +55,8 @@ def install(app: FastAPI) -> None:
                 schema = body["content"]["application/json"]["schema"]
                 if schema.get("type") == "array":
                     schema["maxItems"] = settings.max_batch_items
+        if settings.token is None:
+            doc.get("components", {}).pop("securitySchemes", None)
         components = doc.setdefault("components", {}).setdefault("schemas", {})
         for name, model in _MODELS.items():
             schema = model.model_json_schema(ref_template=_REF)

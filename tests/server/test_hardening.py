@@ -255,3 +255,10 @@ def test_a_compressed_body_is_refused_by_its_encoding(client):
         r = client.post("/v1/optimize", content=content,
                         headers={"Content-Type": "application/json", "Content-Encoding": coding})
         assert r.status_code == 415 and "Content-Encoding" in r.json()["error"]["message"], r.text
+
+
+def test_health_probes_answer_head_without_a_body(server):
+    """Load balancers probe with HEAD too: the status of the GET, no body (it was a 405)."""
+    for path in ("/healthz", "/readyz"):
+        r = httpx.head(server.url + path)
+        assert r.status_code == 200 and r.content == b"", (path, r.status_code)

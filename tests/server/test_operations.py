@@ -166,12 +166,13 @@ def test_graceful_shutdown_finishes_in_flight_requests():
 
 
 def test_a_job_that_waited_plans_in_what_is_left_of_its_deadline():
-    """B waits behind A for a worker, then plans in what is left of its 2 s (less the grace)
-    and answers; it used to plan its full 2 s and have its worker killed at the deadline."""
+    """B waits behind A (1.5 s or more) for a worker, then plans in what is left of its 4 s
+    (less the 1 s grace) and answers; it used to plan its full 4 s and have its worker killed
+    at the deadline."""
     with LiveServer(workers=1, cache_path="", log_level="warning") as srv, \
             httpx.Client(base_url=srv.url, timeout=60) as c:
         a = {**SLOW, "request_id": "a", "options": {**SLOW["options"], "timeout_ms": 1500}}
-        b = {**SLOW, "request_id": "b", "options": {**SLOW["options"], "timeout_ms": 2000}}
+        b = {**SLOW, "request_id": "b", "options": {**SLOW["options"], "timeout_ms": 4000}}
         with ThreadPoolExecutor(2) as ex:
             fa = ex.submit(c.post, "/v1/optimize", json=a)
             time.sleep(0.3)
@@ -224,3 +225,16 @@ def test_a_job_given_up_while_queued_frees_its_place():
             rc = post("c", 2000)
             assert fa.result().status_code == 200
         assert rc.status_code == 200, rc.text
+
+
+def test_the_openapi_document_asks_a_token_only_where_one_is_set(client):
+    """An open server's document has no bearer scheme and no 401 (schemathesis flagged the
+    mismatch); one with LEGALSAT_TOKEN declares both."""
+    doc = client.get("/openapi.json").json()
+    ops = [op for path in doc["paths"].values() for op in path.values()]
+    assert "securitySchemes" not in doc.get("components", {})
+    assert not any("security" in op or "401" in op.get("responses", {}) for op in ops)
+    with LiveServer(workers=1, cache_path="", token="s3cret", log_level="warning") as srv:
+        doc = httpx.get(srv.url + "/openapi.json").json()
+    assert "HTTPBearer" in doc["components"]["securitySchemes"]
+    assert all("401" in doc["paths"][p]["post"]["responses"] for p in ("/v1/optimize", "/v1/verify/pipeline"))

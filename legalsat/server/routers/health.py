@@ -32,3 +32,8 @@ async def readyz(state: ServiceState = Depends(service)):
             responses={200: {"content": {"text/plain": {}}}})
 async def metrics(state: ServiceState = Depends(service)) -> Response:
     return Response(state.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+# HEAD as well, for load balancers and uptime checks that probe with it (the same answer, no body)
+for _path, _endpoint in (("/healthz", healthz), ("/readyz", readyz)):
+    router.add_api_route(_path, _endpoint, methods=["HEAD"], include_in_schema=False)
