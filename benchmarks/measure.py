@@ -21,12 +21,18 @@ def timed(fn: Callable[[], object], spreads: list[float] | None = None, repeats:
 
 
 def timed_together(fns: list[Callable[[], object]], spreads: list[float] | None = None,
-                   repeats: int = REPEATS) -> list[float]:
+                   repeats: int = REPEATS, graph: bool = False) -> list[float]:
     """`timed` for several functions at once, in interleaved rounds (one do_bench of each per
     round), so that drift during the run and the order they come in weigh on all alike: the
     first of a workload's candidates measured alone ran up to 15% slower than the same
-    kernel measured later (a 517 x 33 transpose on the H100)."""
-    from triton.testing import do_bench
+    kernel measured later (a 517 x 33 transpose on the H100). `graph`: each function
+    captured in a CUDA graph and replayed (do_bench_cudagraph): the device's time alone,
+    without the host's launch, as a kernel runs inside a captured model (torch.compile's
+    reduce-overhead mode, serving engines)."""
+    from triton.testing import do_bench, do_bench_cudagraph
+
+    def bench(fn):
+        return do_bench_cudagraph(fn, return_mode="median") if graph else do_bench(fn, return_mode="median")
 
     if not fns:
         return []
@@ -35,7 +41,7 @@ def timed_together(fns: list[Callable[[], object]], spreads: list[float] | None 
     r = 0
     while r < rounds:
         for k, fn in enumerate(fns):
-            runs[k].append(do_bench(fn, return_mode="median"))
+            runs[k].append(bench(fn))
         if r == 0 and min(ms[0] for ms in runs) < SHORT_MS:
             rounds = max(repeats, SHORT_REPEATS)
         r += 1
