@@ -82,7 +82,9 @@ class _Run:
         self.bar_arrays = {b.name: b for b in proto.barriers}
         self.buf_arrays = {b.name: b for b in proto.buffers}
         self.anc: list[int] = []  # ancestor bitsets, events in creation (= topological) order
+        self.preds: list[tuple[int, ...]] = []  # each event's direct predecessors
         self.violations: list[ProtocolDiagnostic] = []
+        self._reported: set[tuple[Code, str, int]] = set()  # (rule, role, op): the first occurrence is kept
         self.barriers = {(b.name, s): _Barrier(b.arrivals) for b in proto.barriers for s in range(b.count)}
         self.writes: dict[tuple, list[tuple[int, int, _Inst]]] = {}  # buf -> (write, visible, inst)
         self.reads: dict[tuple, list[tuple[int, _Inst]]] = {}
@@ -133,12 +135,32 @@ class _Run:
         for p in preds:
             a |= self.anc[p] | (1 << p)
         self.anc.append(a)
+        self.preds.append(tuple(preds))
         return e
+
+    def descendants(self) -> list[int]:
+        """Per event, the bitset of the events it happens before (the transpose of `anc`), in
+        one pass from the last event back."""
+        desc = [0] * len(self.anc)
+        for e in range(len(self.anc) - 1, -1, -1):
+            d = desc[e] | (1 << e)
+            for p in self.preds[e]:
+                desc[p] |= d
+        return desc
 
     def hb(self, a: int, b: int) -> bool:
         return a == b or bool(self.anc[b] >> a & 1)
 
+    def known(self, code: Code, inst: _Inst) -> bool:
+        """Whether `code` was reported for `inst`'s operation already (later occurrences add
+        nothing: a pipeline that reuses its stages unsafely does so on every iteration, millions
+        of read-write pairs in a long run)."""
+        return (code, inst.role, inst.op_index) in self._reported
+
     def report(self, code: Code, inst: _Inst, message: str) -> None:
+        if self.known(code, inst):
+            return
+        self._reported.add((code, inst.role, inst.op_index))
         self.violations.append(ProtocolDiagnostic(code, message, code.default_fix, role=inst.role,
                                                   op_index=inst.op_index, iteration=inst.i,
                                                   op=inst.op.kind.value, trip_count=self.N))
@@ -356,21 +378,42 @@ class _Run:
 
     # -- happens-before judgement ---------------------------------------------------------------
     def _judge(self) -> None:
+        desc: list[int] | None = None
         for buf, reads in self.reads.items():
             writes = self.writes.get(buf, [])
-            for r, rinst in reads:
-                visible = [w for w in writes if self.hb(w[1], r)]
-                if not visible:
+            # with bitsets: a read sees a complete write when some write's completion is among
+            # its ancestors; a write races a read it does not follow unless the read follows
+            # the write's completion. Reported in the order of (read, write) pairs.
+            done_mask = 0
+            for _, done, _ in writes:
+                done_mask |= 1 << done
+            found: list[tuple[int, int, _Inst, _Inst | None]] = []
+            seen_mask, first_read = 0, {}
+            for pos, (r, rinst) in enumerate(reads):
+                if not (self.anc[r] | (1 << r)) & done_mask:
+                    found.append((pos, -1, rinst, None))
+                    continue
+                seen_mask |= 1 << r
+                first_read.setdefault(r, (pos, rinst))
+            if seen_mask and writes:
+                desc = desc if desc is not None else self.descendants()
+                for wpos, (w, done, winst) in enumerate(writes):
+                    if self.known(Code.OVERWRITE_BEFORE_RELEASE, winst):
+                        continue
+                    racing = seen_mask & ~(self.anc[w] | (1 << w)) & ~(desc[done] | (1 << done))
+                    if racing:
+                        pos, rinst = first_read[(racing & -racing).bit_length() - 1]
+                        found.append((pos, wpos, rinst, winst))
+            for _, _, rinst, winst in sorted(found, key=lambda f: (f[0], f[1])):
+                if winst is None:
                     self.report(Code.USE_BEFORE_COMPLETE, rinst,
                                 f"{rinst.role} reads {_key(buf)} before any copy into it is known "
                                 "complete; wait on the copy's barrier phase first")
-                    continue
-                for w, done, winst in writes:
-                    if not self.hb(done, r) and not self.hb(r, w):
-                        self.report(Code.OVERWRITE_BEFORE_RELEASE, winst,
-                                    f"{winst.role} writes {_key(buf)} while {rinst.role} may still read "
-                                    f"its previous contents (iteration {rinst.i}); wait for the "
-                                    "consumer's release before reusing the stage")
+                else:
+                    self.report(Code.OVERWRITE_BEFORE_RELEASE, winst,
+                                f"{winst.role} writes {_key(buf)} while {rinst.role} may still read "
+                                f"its previous contents (iteration {rinst.i}); wait for the "
+                                "consumer's release before reusing the stage")
         for buf, stores in self.store_reads.items():
             writes = self.writes.get(buf, [])
             for s, sinst in stores:
@@ -389,6 +432,8 @@ class _Run:
                                         "shared-memory store")
                 done = self.store_done.get(s)
                 for w, _, winst in writes:
+                    if self.known(Code.STORE_REUSE_BEFORE_WAIT, winst):
+                        continue
                     if w > s and not self.hb(w, s) and (done is None or not self.hb(done, w)):
                         self.report(Code.STORE_REUSE_BEFORE_WAIT, winst,
                                     f"{winst.role} overwrites {_key(buf)} while the TMA store of "

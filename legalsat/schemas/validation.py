@@ -103,9 +103,13 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
     """
     out, models = [], _model_names()
     for e in (err.errors(include_url=False) if isinstance(err, ValidationError) else err):
-        loc = tuple(p for p in e.get("loc", ()) if not _not_a_field(p, tags, models))
-        path = field_path(loc) or None
         etype = e.get("type", "value_error")
+        raw = tuple(e.get("loc", ()))
+        # an unknown field's own name ends its path, whatever it is spelt like ("Options", "copy")
+        keep_last = etype == "extra_forbidden" and raw
+        loc = tuple(p for p in (raw[:-1] if keep_last else raw) if not _not_a_field(p, tags, models))
+        loc = loc + raw[-1:] if keep_last else loc
+        path = field_path(loc) or None
         msg = e.get("msg", "invalid value")
         if etype == "value_error" and msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]

@@ -47,7 +47,7 @@ def _optimize(payload: dict, budget_ms: int | None = None) -> Answer:
 
 
 # what a request's time budget cut short: its answer depends on how busy the machine was
-_TIMED = {Code.PLANNING_DEADLINE.value, Code.PROOF_BUDGET.value, Code.SOLVER_TIMEOUT.value}
+_TIMED = {Code.PLANNING_DEADLINE.id, Code.PROOF_BUDGET.id, Code.SOLVER_TIMEOUT.id}
 
 
 def ran_out_of_time(out: dict) -> bool:

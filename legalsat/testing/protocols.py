@@ -87,6 +87,18 @@ def arrivals(roles: int, count: int, bar_counts: tuple[int, ...] = (64,)) -> dic
                       for r in range(roles)]}
 
 
+def racing_roles(roles: int, blocks: int, loads: int) -> dict:
+    """`roles` roles that each load one shared stage `loads` times per block, over `blocks`
+    blocks, and read it, with no release between them, as JSON: every load races every other
+    role's reads (millions of racing pairs; thousands of violations, one per operation)."""
+    step = [{"op": "expect_tx", "bar": "b", "bytes": 128}, {"op": "tma_load", "bar": "b", "buffer": "s", "bytes": 128},
+            {"op": "wait", "bar": "b", "phase": {}}, {"op": "consume", "buffer": "s"}]
+    return {"name": f"{roles} roles racing", "iterations": 1, "barriers": [{"name": "b", "count": 1, "arrivals": 1}],
+            "buffers": [{"name": "s", "count": 1, "bytes": 128}], "setup": [{"op": "init", "bar": "b", "count": 1}],
+            "roles": [{"name": f"r{r}", "blocks": [{"count": 1, "ops": step * loads} for _ in range(blocks)]}
+                      for r in range(roles)]}
+
+
 def correct_protocols() -> list[Protocol]:
     out = [gluon_elementwise_add_tma(s) for s in (1, 2, 3, 4)] + [warp_specialized(s) for s in (1, 2, 4)]
     for roles in (1, 2):

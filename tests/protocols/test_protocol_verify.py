@@ -91,3 +91,61 @@ def test_wait_for_cycle_is_named():
 def test_four_stage_two_role_protocol_is_checked_over_every_stage_and_phase():
     v = verify_protocol(warp_specialized(4))
     assert v.ok and max(v.trip_counts) >= 2 * 4  # both parities of every stage
+
+
+def _pairwise_races(run) -> set[tuple[str, str, int]]:
+    """The read/write rules by their definition, pair by pair (what the verifier's bitset
+    judgement must find): a read no complete write happens before; a write that neither
+    follows a read nor completes before it."""
+    out = set()
+    for buf, reads in run.reads.items():
+        writes = run.writes.get(buf, [])
+        for r, rinst in reads:
+            if not any(run.hb(done, r) for _, done, _ in writes):
+                out.add(("use_before_complete", rinst.role, rinst.op_index))
+                continue
+            for w, done, winst in writes:
+                if not run.hb(done, r) and not run.hb(r, w):
+                    out.add(("overwrite_before_release", winst.role, winst.op_index))
+    for buf, stores in run.store_reads.items():  # a TMA store reads its buffer too
+        writes = run.writes.get(buf, [])
+        out |= {("use_before_complete", sinst.role, sinst.op_index) for s, sinst in stores
+                if not any(run.hb(done, s) for _, done, _ in writes)}
+    return out
+
+
+def test_the_bitset_judgement_finds_what_the_pairwise_definition_finds():
+    """Every correct protocol and every seeded bug, with ops dropped, doubled and moved: the
+    races found per run equal the pairwise definition's (the pairwise loop took 38 s on a
+    15,360-operation run of 7,680 races; the bitsets take a fraction of a second)."""
+    import copy
+    import random
+
+    from legalsat.diagnostics import InputError
+    from legalsat.protocols.verify import _Run, trip_counts
+    from legalsat.schemas.protocol import parse_protocol
+    from legalsat.testing.protocols import protocol_json
+
+    rng = random.Random(11)
+    protos = PROTOCOLS + [q for p in PROTOCOLS for seed in SEEDS.values() if (q := seed(p)) is not None]
+    checked = 0
+    for p in protos:
+        doc = protocol_json(p)
+        for _ in range(6):
+            d = copy.deepcopy(doc)
+            ops = rng.choice(rng.choice(d["roles"])["blocks"])["ops"]
+            if ops:
+                k = rng.randrange(len(ops))
+                ops.insert(rng.randrange(len(ops) + 1), copy.deepcopy(ops[k]) if rng.random() < 0.5 else ops.pop(k))
+            try:
+                q = parse_protocol(d)
+            except InputError:
+                continue
+            for n in trip_counts(q)[:4]:
+                run = _Run(q, n)
+                run.run()
+                got = {(v.id, v.role, v.op_index) for v in run.violations
+                       if v.id in ("use_before_complete", "overwrite_before_release")}
+                assert got == _pairwise_races(run), (q.name, n)
+                checked += 1
+    assert checked > 200

@@ -207,7 +207,11 @@ def test_a_request_nesting_too_deep_names_the_field_holding_it(levels):
     ({"op": {"kind": "copy", "src": 5, "dst": {}}}, "op.src", "op.src: expected a JSON object, got an integer"),
     ({"op": {"kind": "teleport"}}, "op.kind", "op.kind is 'teleport', not one of 'copy', 'load_tile', 'gather'"),
     ({"op": {"src": {}}}, "op", "op has no 'kind'"),
-], ids=["capital-top", "capital-nested", "object-expected", "bad-kind", "no-kind"])
+    ({"Options": {}}, "Options", "unknown field 'Options'"),  # a model's name, capitalised
+    ({"copy": 1}, "copy", "unknown field 'copy'"),  # a union tag
+    ({"int": 1}, "int", "unknown field 'int'"),  # a type's name
+], ids=["capital-top", "capital-nested", "object-expected", "bad-kind", "no-kind", "model-name", "tag-name",
+        "type-name"])
 def test_errors_name_the_senders_own_fields_in_the_senders_words(req, field, says):
     """A field spelt with a capital kept its name (it was taken for a pydantic model's); no
     message speaks of dictionaries, model classes or discriminators."""

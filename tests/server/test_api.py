@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from legalsat.schemas.plan import validate_response
 from legalsat.schemas.service import ErrorBody, Readiness
 
@@ -34,6 +36,17 @@ def test_an_answer_the_time_budget_cut_short_is_not_cached(client):
         r = client.post("/v1/optimize", json=req)
         assert r.status_code == 200 and r.json()["egraph"]["stop_reason"] == "time_limit"
         assert r.headers["x-legalsat-cache"] == "miss"
+
+
+@pytest.mark.parametrize("rule,timed", [("planning_deadline", True), ("proof_budget", True),
+                                          ("solver_timeout", True), ("rank", False)])
+def test_a_strategy_rejected_for_want_of_time_marks_the_answer_as_cut_short(rule, timed):
+    """Saturation finished but a candidate ran out of time: not the request's answer for good,
+    so not cached (the rule names were compared with the catalogue's tuples, never equal)."""
+    from legalsat.server.worker import ran_out_of_time
+
+    out = {"egraph": {"stop_reason": "saturated"}, "rejected": [{"strategy": "tma", "reasons": [{"rule": rule}]}]}
+    assert ran_out_of_time(out) is timed
 
 
 def test_optimize_plans_then_answers_from_the_cache(client):
