@@ -288,6 +288,9 @@ class ProtocolDiagnostic(Diagnostic):
     trip_count: int = 0
 
 
+MAX_DETAILS = 32  # details an error answer lists
+
+
 class InputError(ValueError):
     """Invalid input. `details` lists every problem found; the first is the headline.
     Survives pickling (the streaming commands answer lines in worker processes)."""
@@ -304,10 +307,14 @@ class InputError(ValueError):
         return self.details[0]
 
     def to_dict(self) -> dict:
-        """The error shape: {"error": {...}} plus every detail under "details" when there are several."""
+        """The error shape: {"error": {...}} plus the details under "details" when there are
+        several: the first MAX_DETAILS, and how many more there were (`more_details`): one
+        misspelt name repeated over thousands of operations is thousands of details."""
         body = self.headline.to_error()
         if len(self.details) > 1:
-            body["details"] = [d.to_error() for d in self.details]
+            body["details"] = [d.to_error() for d in self.details[:MAX_DETAILS]]
+            if len(self.details) > MAX_DETAILS:
+                body["more_details"] = len(self.details) - MAX_DETAILS
         return {"error": body}
 
 

@@ -36,14 +36,18 @@ class ErrorOut(Out):
 
 
 class ErrorBodyOut(ErrorOut):
-    details: list[ErrorOut] | None = Field(None, description="every problem, when there are several "
-                                           "(the first is the one above)")
+    details: list[ErrorOut] | None = Field(None, description="the problems, when there are several (the "
+                                           "first is the one above; at most 32 are listed)")
+    more_details: int | None = Field(None, description="how many problems past the 32 listed there were")
 
 
 MAX_DEPTH = 64  # far past any request's nesting; keeps every later step's recursion bounded
 # objects and arrays in one input: past any request's (a protocol at the verifier's work bound
 # has some 50,000), and what bounds the per-object work of parsing (about 2 us each)
 MAX_CONTAINERS = 1 << 16
+# values in one input (commas, an upper bound): past any request's, a protocol near the
+# verifier's bound included (some 50,000); routes whose requests are small ask for fewer
+MAX_VALUES = 1 << 17
 
 
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},]')
@@ -207,7 +211,7 @@ def _bounded_int(text: str) -> int:
     return LongInt(negative, len(text) - negative)
 
 
-def load_json(text: str | bytes, what: str = "the input") -> object:
+def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_VALUES) -> object:
     """JSON text -> a value every step after can handle (see check_json_value), or an
     InputError (`invalid_json`). Bytes must be UTF-8 without a byte order mark (RFC 8259); an
     object may not repeat a key (which of two values would count is not the sender's choice);
@@ -221,6 +225,11 @@ def load_json(text: str | bytes, what: str = "the input") -> object:
         except UnicodeDecodeError as e:
             raise Code.INVALID_JSON.error(f"{what} is not UTF-8 text: {e.reason} at byte {e.start}",
                                           "send JSON encoded as UTF-8") from None
+    values = text.count(",") + 1  # at most this many (commas in strings count too)
+    if values > max_values:
+        raise Code.INVALID_INPUT.error(f"{what} holds {values} JSON values (or commas in its strings); at most "
+                                       f"{max_values}", "send the documented structure: no request holds this many "
+                                       "(split a batch into smaller ones)")
     containers = text.count("{") + text.count("[")  # at most this many (brackets in strings count too)
     if containers > MAX_CONTAINERS:
         raise Code.INVALID_INPUT.error(f"{what} holds {containers} JSON objects and arrays (or brackets in its "

@@ -28,7 +28,7 @@ from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict, json_input, json_kind, shown_int
-from legalsat.schemas.validation import details_from_validation
+from legalsat.schemas.validation import details_from_validation, did_you_mean
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
@@ -54,6 +54,7 @@ Pos = Annotated[StrictInt, Field(ge=1, le=(1 << 62))]
 NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
 MOVABLE_DTYPES = tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)
 MAX_REQUEST_ID = 128  # characters of a request_id
+MAX_TERM_CHARS = 1 << 16  # characters of a term: a rank-16 tile load's takes some 500
 
 
 class ViewIn(Strict):
@@ -149,7 +150,8 @@ class OptimizeRequest(Strict):
 
     target: str = Field("sm90", description=f"hardware target: {', '.join(TARGET_NAMES)}")
     op: Annotated[CopyOp | LoadTileOp | GatherOp, Field(discriminator="kind")] | None = None
-    term: str | None = Field(None, description="the movement as an s-expression")
+    term: Annotated[str, Field(max_length=MAX_TERM_CHARS)] | None = Field(
+        None, description="the movement as an s-expression")
     options: Options = Options()
     request_id: Annotated[str, Field(max_length=MAX_REQUEST_ID)] | None = None
 
@@ -291,6 +293,20 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
 _KNOWN = list(OptimizeRequest.model_fields) + list(Options.model_fields) + list(ViewIn.model_fields)
 _HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
+
+
+def check_request_shape(obj: dict) -> None:
+    """What the service checks of a request before it queues it, in time that does not grow
+    with the request: its top-level fields are the schema's, and a term is not longer than
+    MAX_TERM_CHARS (the rest is checked in a worker). InputError naming the field otherwise."""
+    for key in obj:
+        if key not in OptimizeRequest.model_fields:
+            raise _bad(str(key), f"unknown field {str(key)[:64]!r}{did_you_mean(key, list(OptimizeRequest.model_fields))}",
+                       "remove the field, or check its spelling against the documented names")
+    term = obj.get("term")
+    if isinstance(term, str) and len(term) > MAX_TERM_CHARS:
+        raise _bad("term", f"term: {len(term)} characters; at most {MAX_TERM_CHARS}",
+                   "send the movement's term (a few hundred characters), or the op object")
 
 
 def check_request_id(value: object) -> str | None:

@@ -85,7 +85,7 @@ def _fix_for(etype: str, ctx: dict) -> str | None:
         return None
 
 
-def _did_you_mean(word: object, choices: list[str]) -> str:
+def did_you_mean(word: object, choices: list[str]) -> str:
     close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -114,7 +114,7 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         if etype == "value_error" and msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         if etype == "extra_forbidden" and loc:
-            msg = f"unknown field {str(loc[-1])!r}{_did_you_mean(loc[-1], known_fields or [])}"
+            msg = f"unknown field {str(loc[-1])!r}{did_you_mean(loc[-1], known_fields or [])}"
         elif etype in _OBJECT_TYPE:  # pydantic says "a valid dictionary or instance of ViewIn"
             msg = f"{path or 'the input'}: expected a JSON object, got {json_kind(e.get('input'))}"
         elif etype in ("union_tag_not_found", "union_tag_invalid"):
@@ -127,7 +127,7 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
                 msg, path = f"{where} is {ctx.get('tag')!r}, not one of {ctx.get('expected_tags')}", where
         elif etype == "literal_error":
             choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
-            msg = f"{path}: {e.get('input')!r} is not a valid value{_did_you_mean(e.get('input'), choices)}"
+            msg = f"{path}: {e.get('input')!r} is not a valid value{did_you_mean(e.get('input'), choices)}"
         elif path and etype != "value_error":
             msg = f"{path}: {msg}"
         top = str(loc[0]) if loc else ""

@@ -12,7 +12,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import ClientDisconnect
 
 from legalsat.diagnostics import Code
-from legalsat.schemas.base import json_kind, load_json
+from legalsat.schemas.base import MAX_VALUES, json_kind, load_json
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
@@ -62,8 +62,9 @@ async def read_body(request: Request) -> bytes:
         raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, "the body has no Content-Type" if kind is None else
                        f"the body is declared as {kind[:80]!r}",
                        "send the body as JSON with Content-Type: application/json")
-    coding = request.headers.get("content-encoding", "identity").strip().lower()
-    if coding != "identity":  # a compressed body would be read as JSON text and misjudged
+    codings = [c.strip().lower() for h in request.headers.getlist("content-encoding") for c in h.split(",")]
+    coding = next((c for c in codings if c not in ("identity", "")), None)
+    if coding is not None:  # a compressed body would be read as JSON text and misjudged
         raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, f"the body is declared as Content-Encoding {coding[:40]!r}",
                        "send the JSON body uncompressed (no Content-Encoding)")
     limit = settings.max_body_bytes
@@ -119,11 +120,11 @@ async def off_loop(size: int, fn, *args):
     return await asyncio.to_thread(fn, *args) if size > LARGE_BODY else fn(*args)
 
 
-async def parse_json(body: bytes, what: str, kind: type = dict) -> object:
+async def parse_json(body: bytes, what: str, kind: type = dict, max_values: int = MAX_VALUES) -> object:
     """JSON text -> a value of `kind` (an object, or a list for batches), or InputError (422)
     that says where the text broke, what it holds instead, or that it nests too deep, holds
     too many values or holds text that is not Unicode."""
-    obj = await off_loop(len(body), load_json, body, f"the body ({what})")
+    obj = await off_loop(len(body), load_json, body, f"the body ({what})", max_values)
     if not isinstance(obj, kind):
         shape = "a JSON array" if kind is list else "a JSON object"
         raise Code.INVALID_INPUT.error(f"the body is {json_kind(obj)}; {what} is {shape}", f"send {what} as {shape} "

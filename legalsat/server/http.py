@@ -95,7 +95,8 @@ def bounded_protocol(max_head_bytes: int, head_timeout_s: float = 10.0) -> type[
             self._disarm()
             body = json.dumps({"error": problem.to_error()}).encode()
             self.transport.write(f"HTTP/1.1 {status} {reason}\r\n".encode() + b"content-type: application/json\r\n"
-                                 b"content-length: " + str(len(body)).encode() + b"\r\nconnection: close\r\n\r\n" + body)
+                                 b"x-content-type-options: nosniff\r\ncontent-length: " + str(len(body)).encode()
+                                 + b"\r\nconnection: close\r\n\r\n" + body)
             self.transport.close()
 
     return BoundedHead

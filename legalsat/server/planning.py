@@ -19,7 +19,7 @@ import uuid
 from legalsat.api import PLANNER_VERSION
 from legalsat.diagnostics import Code
 from legalsat.planner.request import PlanOptions
-from legalsat.schemas.optimize import check_request_id
+from legalsat.schemas.optimize import check_request_id, check_request_shape
 from legalsat.server.cache import call, request_key, splice_request_id
 from legalsat.server.deps import ServiceState
 from legalsat.server.errors import ApiError, deadline, queue_full, shutting_down, worker_lost
@@ -79,6 +79,7 @@ async def plan_one(state: ServiceState, obj: object, gone: asyncio.Future | None
         raise Code.INVALID_INPUT.error("a request must be a JSON object", 'send {"target": ..., "op": {...}}')
     # only valid requests are cached and the key is all but the request_id: a hit checks that
     # alone; a miss is parsed in full by the worker (its cost grows with the input)
+    check_request_shape(obj)  # unknown fields and an overlong term: 422 here, not after a wait for a worker
     rid = check_request_id(obj.get("request_id"))
     opts = obj.get("options") if isinstance(obj.get("options"), dict) else {}
     keep = opts.get("keep_egraph") is True

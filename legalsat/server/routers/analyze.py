@@ -12,6 +12,10 @@ from legalsat.server.deps import ServiceState, off_loop, parse_json, read_body, 
 from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 
+# values in a descriptor or a bank-conflict request: tens (a 32-lane instruction's offsets,
+# a rank-5 descriptor's lists); a body of a million is refused by a count, not validated
+SMALL_REQUEST_VALUES = 4096
+
 router = APIRouter(tags=["analyses"])
 _ERRORS = error_responses(401, 408, 413, 415, 422)
 
@@ -25,7 +29,7 @@ async def validate_descriptor(request: Request, target: str | None = Query(
     strides in bytes) with the model that agrees with the CUDA driver; each violation names
     its rule, field and fix."""
     body = await read_body(request)
-    obj = await parse_json(body, "a descriptor")
+    obj = await parse_json(body, "a descriptor", max_values=SMALL_REQUEST_VALUES)
     return await off_loop(len(body), api.validate_descriptor, obj, target or state.settings.target)
 
 
@@ -36,5 +40,5 @@ async def bank_conflicts(request: Request, state: ServiceState = Depends(service
     """Wavefronts of one warp instruction (per-lane byte offsets) or of a tile walked by a
     warp pattern (rows, cols, ldmatrix); the request's `target` defaults to the server's."""
     body = await read_body(request)
-    obj = await parse_json(body, "a bank-conflict request")
+    obj = await parse_json(body, "a bank-conflict request", max_values=SMALL_REQUEST_VALUES)
     return await off_loop(len(body), api.analyze_bank_conflicts, obj, state.settings.target)

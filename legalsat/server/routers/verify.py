@@ -3,10 +3,12 @@ state-space exploration is CPU-bound and bounded by the request deadline)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import APIRouter, Depends, Request, Response
 
 from legalsat.schemas.protocol import PipelineVerdictOut, ProtocolIn, parse_protocol
-from legalsat.server.deps import ServiceState, disconnection, off_loop, parse_json, read_body, service
+from legalsat.server.deps import LARGE_BODY, ServiceState, disconnection, parse_json, read_body, service
 from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 from legalsat.server.planning import answer_error, run_job
@@ -25,7 +27,9 @@ async def verify_pipeline(request: Request, state: ServiceState = Depends(servic
     store reuse in an mbarrier/TMA protocol, for every trip count that matters."""
     body = await read_body(request)
     obj = await parse_json(body, "a protocol")
-    await off_loop(len(body), parse_protocol, obj)  # InputError -> 422 here, without occupying a worker
+    if len(body) <= LARGE_BODY:  # InputError -> 422 here, in a thread (its size check can take a while),
+        await asyncio.to_thread(parse_protocol, obj)  # without occupying a worker; a large body is checked by
+    # the worker (validating one holds the interpreter's lock for a second: the event loop would stall)
     async with disconnection(request) as gone:
         status, body, meta = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms, gone=gone)
     if status != 200:
