@@ -183,6 +183,9 @@ class Code(Enum):
                    "raise options.smem_bytes, or use a strategy without shared memory")
     INNER_BOX_16B = ("inner_box_16B", Category.PLANNING, "a TMA inner box must be a multiple of 16 bytes",
                      "make the innermost contiguous extent at least 16 bytes (pad the tensor, or allow_padding)")
+    TILE_BOXES = ("tile_boxes", Category.PLANNING, "the tile takes more TMA boxes per stage than one pipeline "
+                  "stage issues", "load a tile whose extents are powers of two or multiples of 8 (fewer, larger "
+                  "boxes); the direct plan loads this one")
     SMEM_BOX_ALIGN = ("smem_box_align", Category.PLANNING, "each TMA box must land 128-byte aligned in shared "
                       "memory", "load a tile whose boxes hold a multiple of 128 bytes (a wider contiguous extent)")
     DST_INNER_BOX_16B = ("dst_inner_box_16B", Category.PLANNING, "the destination's contiguous extent must "

@@ -99,3 +99,19 @@ def test_an_extent_1_dim_the_tile_spans_takes_any_stride(name):
     assert plan["proof"]["verified"] and plan["tile_load"]["read_conflict_ways"] == 1.0
     if "wgmma" in name:
         assert plan["tile_load"]["wgmma"] is not None, plan["tile_load"]["note"]
+
+
+def test_a_tma_tile_takes_few_enough_boxes_for_its_stage():
+    """255 int32 rows of 7 (a 32-wide tile): power-of-two boxes of 1 row made 255 copies a
+    stage, past what a stage's protocol holds (planning raised a validation error); the TMA
+    plan takes a layout of at most MAX_TMA_BOXES boxes."""
+    from legalsat.api import optimize
+    from legalsat.planner.build.tile import MAX_TMA_BOXES
+
+    for op in ({"kind": "load_tile", "tile": [255, 32], "consumer": "rows",
+                "src": {"dtype": "int32", "shape": [255, 7], "strides": [8, 1], "base_align": 16}},
+               {"kind": "load_tile", "tile": [6, 1, 3, 1, 17, 32], "consumer": "rows",
+                "src": {"dtype": "int32", "shape": [3, 1, 3, 3, 17, 7], "strides": [1224, 1224, 408, 136, 8, 1]}}):
+        out = optimize({"op": op, "options": {"max_plans": 5}})
+        tma = [p for p in out["plans"] if p["strategy"] == "tma"]
+        assert tma and all(len(p["tile_load"]["boxes"]) <= MAX_TMA_BOXES for p in tma), out["rejected"]

@@ -312,6 +312,11 @@ def vector_bytes(m: LoadTile, dims: list[WalkDim]) -> int:
     return min(16, inner & -inner, m.src.base_align)
 
 
+# TMA boxes of one stage: each is a copy instruction of the stage's protocol (which holds 256
+# operations a block) and of the kernel; the tiles of CuTe's and Triton's tests take at most 16
+MAX_TMA_BOXES = 64
+
+
 def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
     """(plan-level fields, TileLoadPlan, estimated us, prover) of a tile-load candidate."""
     es = m.src.esize
@@ -333,6 +338,13 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
                                                      "bytes between them in pieces of under 128 bytes")])
         raise Infeasible([Code.INNER_BOX_16B.at(f"the tile's contiguous extent is {dims[0].tile * es} bytes; a TMA "
                                                 "box needs whole 16-byte units")])
+    if strategy is Strategy.TMA:  # one copy instruction per box, each a line of the stage's protocol
+        counts = [math.prod(d.tile // b for d, b in zip(dims, ch.box)) for ch in choices]
+        if min(counts) > MAX_TMA_BOXES:
+            raise Infeasible([Code.TILE_BOXES.at(f"the tile takes at least {min(counts)} TMA boxes per stage (its "
+                                                 f"extents {[d.tile for d in dims]}, innermost first); a stage "
+                                                 f"issues at most {MAX_TMA_BOXES}")])
+        choices = [ch for ch, n in zip(choices, counts) if n <= MAX_TMA_BOXES]
     choice, stages = _pick(choices, tile_bytes, smem, m.consumer.is_wgmma)
     broadcast = tuple(k for k in range(m.src.rank) if form.broadcast and m.src.shape[k] > 1 and m.src.strides[k] == 0)
     grid = m.tiles()
