@@ -290,7 +290,11 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
     return Gather(src, op.axis, IndexSpec(ix.count, Distribution(ix.distribution), page, ix.unique, ix.groups))
 
 
-_KNOWN = list(OptimizeRequest.model_fields) + list(Options.model_fields) + list(ViewIn.model_fields)
+# the names under each parent field, for "did you mean" (a misspelt name is matched against its siblings)
+_KNOWN = {"": list(OptimizeRequest.model_fields), "options": list(Options.model_fields),
+          "op": sorted({*CopyOp.model_fields, *LoadTileOp.model_fields, *GatherOp.model_fields}),
+          "src": list(ViewIn.model_fields), "dst": list(ViewIn.model_fields), "index": list(IndexIn.model_fields),
+          "consumer": list(ConsumerIn.model_fields)}
 _HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
 

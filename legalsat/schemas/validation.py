@@ -90,14 +90,24 @@ def did_you_mean(word: object, choices: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def _siblings(known: list[str] | dict[str, list[str]] | None, loc: tuple) -> list[str]:
+    if not isinstance(known, dict):
+        return known or []
+    parent = next((p for p in reversed(loc[:-1]) if isinstance(p, str)), "")
+    return known.get(parent, [])
+
+
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
-                            known_fields: list[str] | None = None, tags: tuple[str, ...] = ()) -> list[Diagnostic]:
+                            known_fields: list[str] | dict[str, list[str]] | None = None,
+                            tags: tuple[str, ...] = ()) -> list[Diagnostic]:
     """One `invalid_input` Diagnostic per pydantic error (of a ValidationError, or a list of
     them as FastAPI's RequestValidationError gives), each naming its field and a fix. (JSON
     text is parsed before, by legalsat.schemas.base.load_json.)
 
     `hints` maps a field name to a fix that is more specific than the generic one;
-    `known_fields` lets a misspelt field name get a "did you mean" suggestion; `tags`: the
+    `known_fields` lets a misspelt field name get a "did you mean" suggestion (a dict: the
+    names under each parent field, "" for the top level, so that a name is matched against
+    its siblings); `tags`: the
     discriminator values of tagged unions, which pydantic puts in a path and a field is not
     named by.
     """
@@ -114,7 +124,7 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         if etype == "value_error" and msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         if etype == "extra_forbidden" and loc:
-            msg = f"unknown field {str(loc[-1])!r}{did_you_mean(loc[-1], known_fields or [])}"
+            msg = f"unknown field {str(loc[-1])!r}{did_you_mean(loc[-1], _siblings(known_fields, loc))}"
         elif etype in _OBJECT_TYPE:  # pydantic says "a valid dictionary or instance of ViewIn"
             msg = f"{path or 'the input'}: expected a JSON object, got {json_kind(e.get('input'))}"
         elif etype in ("union_tag_not_found", "union_tag_invalid"):

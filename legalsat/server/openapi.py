@@ -14,7 +14,14 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel
 
+from legalsat.schemas.service import ErrorBody
+
 _REF = "#/components/schemas/{model}"
+# answers the HTTP layer gives before a request reaches its route (legalsat.server.http, errors)
+_BEFORE_ROUTING = {"400": "a request the HTTP parser cannot read (bad_http), or a Host outside LEGALSAT_ALLOWED_HOSTS "
+                          "(bad_host)",
+                   "408": "the request head or body did not arrive in time (head_timeout, body_timeout)",
+                   "431": "a request head over LEGALSAT_MAX_HEADER_BYTES (headers_too_large)"}
 _MODELS: dict[str, type[BaseModel]] = {}
 
 
@@ -47,6 +54,10 @@ def install(app: FastAPI) -> None:
                 if isinstance(op, dict) and settings.token is None:
                     op.pop("security", None)  # an open server asks no token (401 cannot happen either)
                     op.get("responses", {}).pop("401", None)
+                if isinstance(op, dict):  # refused before any route: every operation can get them
+                    for status, text in _BEFORE_ROUTING.items():
+                        op.setdefault("responses", {}).setdefault(status, {
+                            "description": text, "content": {"application/json": {"schema": _ref(ErrorBody)}}})
                 body = op.get("requestBody") if isinstance(op, dict) else None
                 if body is None:
                     continue

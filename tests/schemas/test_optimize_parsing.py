@@ -221,3 +221,14 @@ def test_errors_name_the_senders_own_fields_in_the_senders_words(req, field, say
     d = e.value.headline
     assert d.field == field and says in d.message, d
     assert not any(w in d.message for w in ("dictionary", "instance of", "discriminator", "ViewIn"))
+
+
+def test_a_misspelt_field_is_matched_against_its_siblings():
+    """op.gather was asked "did you mean 'term'?" (a top-level name); a view's stride gets strides."""
+    view = {"dtype": "float32", "shape": [4], "strides": [1]}
+    with pytest.raises(InputError) as e:
+        legalsat.optimize({"op": {"kind": "copy", "gather": 1, "src": view, "dst": view}})
+    assert e.value.headline.field == "op.gather" and "did you mean" not in e.value.headline.message
+    with pytest.raises(InputError) as e:
+        legalsat.optimize({"op": {"kind": "copy", "src": {**view, "stride": [1]}, "dst": view}})
+    assert e.value.headline.message.endswith("did you mean 'strides'?")
