@@ -32,29 +32,30 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
+
+from legalsat.testing.planner_suite import view
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN_FILES = ("tile_plans.json", "tile_suite_plans.json", "wgmma_probe_plans.json")
 EXTRA = ROOT / "benchmarks" / "wgmma_probe_plans.json"
 
-# element -> (PTX type, k of one instruction, accumulator, identity's bits in one element,
-# element bytes, transposable)
-TYPES = {
-    "float16": ("f16", 16, "f32", 0x3C00, 2, True),
-    "bfloat16": ("bf16", 16, "f32", 0x3F80, 2, True),
-    "float32": ("tf32", 8, "f32", 0x3F800000, 4, False),
-    "float32_ftz": ("tf32", 8, "f32", 0x3F800000, 4, False),
-    "tfloat32": ("tf32", 8, "f32", 0x3F800000, 4, False),
-    "tfloat32_ftz": ("tf32", 8, "f32", 0x3F800000, 4, False),
-    "float8_e4m3fn": ("e4m3", 32, "f32", 0x38, 1, False),
-    "float8_e5m2": ("e5m2", 32, "f32", 0x3C, 1, False),
-    "int8": ("s8", 32, "s32", 0x01, 1, False),
-    "uint8": ("u8", 32, "s32", 0x01, 1, False),
-}
+class WgmmaType(NamedTuple):
+    """How the probe issues an element type: PTX type, K of one instruction, accumulator,
+    the bits of 1 in one element (the identity), element bytes."""
+
+    ptx: str
+    k: int
+    acc: str
+    one: int
+    bytes: int
 
 
-def _view(dtype: str, shape, strides) -> dict:
-    return {"dtype": dtype, "shape": list(shape), "strides": list(strides)}
+_TF32 = WgmmaType("tf32", 8, "f32", 0x3F800000, 4)
+TYPES = {"float16": WgmmaType("f16", 16, "f32", 0x3C00, 2), "bfloat16": WgmmaType("bf16", 16, "f32", 0x3F80, 2),
+         "float32": _TF32, "float32_ftz": _TF32, "tfloat32": _TF32, "tfloat32_ftz": _TF32,
+         "float8_e4m3fn": WgmmaType("e4m3", 32, "f32", 0x38, 1), "float8_e5m2": WgmmaType("e5m2", 32, "f32", 0x3C, 1),
+         "int8": WgmmaType("s8", 32, "s32", 0x01, 1), "uint8": WgmmaType("u8", 32, "s32", 0x01, 1)}
 
 
 def extra_requests() -> dict[str, dict]:
@@ -83,7 +84,7 @@ def extra_requests() -> dict[str, dict]:
         "bf16 A MN-major 128x64": ("bfloat16", col, [128, 64], "wgmma_a"),
         "f16 A K-major 192x32 (64B)": ("float16", row, [192, 32], "wgmma_a"),
     }
-    return {name: {"request_id": name, "op": {"kind": "load_tile", "src": _view(dt, (big, big), strides),
+    return {name: {"request_id": name, "op": {"kind": "load_tile", "src": view(dt, (big, big), strides),
                                               "tile": tile, "consumer": consumer}}
             for name, (dt, strides, tile, consumer) in cases.items()}
 
@@ -192,7 +193,7 @@ def emulate(case: dict, prepared: dict) -> int:
 
     wg = case["plan"]["tile_load"]["wgmma"]
     element, n, _ = kernel_key(case["plan"])
-    k_w, eb = TYPES[element][1], TYPES[element][4]
+    k_w, eb = TYPES[element].k, TYPES[element].bytes
     addr, flat = prepared["addr"], prepared["flat"]
     swizzle, major = Swizzle(wg["swizzle"]), Major(wg["major"])
     mn, k = np.meshgrid(np.arange(n), np.arange(k_w), indexing="ij")
@@ -228,7 +229,7 @@ def descriptors(plan: dict, mn_extent: int) -> list[tuple[int, int, int]]:
 
 # ---------------------------------------------------------------- CUDA source
 def _kernel(element: str, n: int, trans: int) -> str:
-    ptx, k, acc, one, eb, _ = TYPES[element]
+    ptx, k, acc, one, eb = TYPES[element]
     regs = n // 2
     cons = "f" if acc == "f32" else "r"
     d = ", ".join(f"%{i}" for i in range(regs))
@@ -242,7 +243,7 @@ def _kernel(element: str, n: int, trans: int) -> str:
         tail = "p, 1, 1"
     outs = ", ".join(f'"+{cons}"(c[{i}])' for i in range(regs))
     ctype = "float" if acc == "f32" else "int"
-    name = f"probe_{ptx}_n{n}_t{trans}"
+    name = kernel_name((element, n, trans))
     return f"""
 __global__ void {name}(const uint8_t* __restrict__ stage, int stage_bytes,
                        const unsigned long long* __restrict__ desc, int ndesc, int* __restrict__ out) {{
@@ -350,36 +351,34 @@ int main(int argc, char** argv) {
 """
 
 
-def source(keys: list[tuple[str, int, int]]) -> str:
-    """The probe program for the (element, n, trans) kernels `keys`, dispatched by index."""
-    kernels, launchers, seen = [], [], {}
-    for element, n, trans in keys:
-        ptx = TYPES[element][0]
-        name = f"probe_{ptx}_n{n}_t{trans}"
-        if name not in seen:
-            seen[name] = len(seen)
-            kernels.append(_kernel(element, n, trans))
-            launchers.append(f"""static void launch_{name}(const uint8_t* s, int sb, const unsigned long long* d, int nd,
-                          int* o, int smem) {{
-  cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  {name}<<<1, 128, smem>>>(s, sb, d, nd, o);
-}}""")
-    names = list(seen)
-    ns = [int(nm.split("_n")[1].split("_")[0]) for nm in names]
-    table = (f"typedef void (*Launch)(const uint8_t*, int, const unsigned long long*, int, int*, int);\n"
-             f"static const Launch KERNELS[] = {{{', '.join('launch_' + nm for nm in names)}}};\n"
-             f"static const int NS[] = {{{', '.join(map(str, ns))}}};\n")
-    return _HEAD + "".join(kernels) + "\n".join(launchers) + "\n" + table + _MAIN
+def kernel_name(key: tuple[str, int, int]) -> str:
+    """The kernel of (element, n, trans); element types the tensor core reads alike share one."""
+    element, n, trans = key
+    return f"probe_{TYPES[element].ptx}_n{n}_t{trans}"
 
 
 def kernel_index(keys: list[tuple[str, int, int]]) -> dict[tuple[str, int, int], int]:
-    names: dict[str, int] = {}
-    out = {}
-    for element, n, trans in keys:
-        name = f"probe_{TYPES[element][0]}_n{n}_t{trans}"
-        names.setdefault(name, len(names))
-        out[(element, n, trans)] = names[name]
-    return out
+    """Each key's kernel's place in the program's dispatch table (`source`)."""
+    names = list(dict.fromkeys(kernel_name(k) for k in keys))
+    return {k: names.index(kernel_name(k)) for k in keys}
+
+
+def source(keys: list[tuple[str, int, int]]) -> str:
+    """The probe program for the (element, n, trans) kernels `keys`, dispatched by
+    `kernel_index`."""
+    firsts: dict[str, tuple[str, int, int]] = {}  # each kernel, by the first key it serves
+    for key in keys:
+        firsts.setdefault(kernel_name(key), key)
+    kernels = [_kernel(*key) for key in firsts.values()]
+    launchers = [f"""static void launch_{name}(const uint8_t* s, int sb, const unsigned long long* d, int nd,
+                          int* o, int smem) {{
+  cudaFuncSetAttribute({name}, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  {name}<<<1, 128, smem>>>(s, sb, d, nd, o);
+}}""" for name in firsts]
+    table = (f"typedef void (*Launch)(const uint8_t*, int, const unsigned long long*, int, int*, int);\n"
+             f"static const Launch KERNELS[] = {{{', '.join('launch_' + nm for nm in firsts)}}};\n"
+             f"static const int NS[] = {{{', '.join(str(key[1]) for key in firsts.values())}}};\n")
+    return _HEAD + "".join(kernels) + "\n".join(launchers) + "\n" + table + _MAIN
 
 
 # ---------------------------------------------------------------- run (GPU)
@@ -413,7 +412,7 @@ def run(out_dir: Path, seed: int = 7) -> dict:
         element = plan["tile_load"]["wgmma"]["element"]
         prepared = prepare(c)
         addr, flat, descs = prepared["addr"], prepared["flat"], prepared["descs"]
-        eb = TYPES[element][4]
+        eb = TYPES[element].bytes
         raw, vals = values(element, int(np.prod(plan["tile"])), gen)
         # elements that share a place (a broadcast dim's positions) hold one value
         _, first, inverse = np.unique(addr, return_index=True, return_inverse=True)
@@ -442,7 +441,7 @@ def run(out_dir: Path, seed: int = 7) -> dict:
     for c, descs, flat, vals in expected:
         wg = c["plan"]["tile_load"]["wgmma"]
         element, n, _ = kernel_key(c["plan"])
-        acc, k_w = TYPES[element][2], TYPES[element][1]
+        acc, k_w = TYPES[element].acc, TYPES[element].k
         counts, first = [], None
         for shift in (0, CONTROL_SHIFT):
             wrong = 0

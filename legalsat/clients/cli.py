@@ -287,7 +287,8 @@ def _with_target(data: bytes, target: str) -> dict:
     """The request, parsed once as the service parses a body (strict JSON: UTF-8 without a
     byte order mark, no repeated key, no NaN, bounded nesting; a JSON object, not a string
     holding one), with `target` where it names none."""
-    from legalsat.schemas.base import json_kind, load_json
+    from legalsat.schemas.base import load_json
+    from legalsat.schemas.validation import json_kind
 
     obj = load_json(data, "the request")
     if not isinstance(obj, dict):

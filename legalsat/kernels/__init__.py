@@ -28,9 +28,8 @@ from legalsat.kernels.tile_gluon import emit_tile_gluon
 from legalsat.kernels.tma import emit_tma_tl, tma_piece
 from legalsat.kernels.tma_gluon import emit_tma_gluon, gluon_box
 from legalsat.kernels.words import plan_error, word_piece
-from legalsat.schemas.base import json_kind
 from legalsat.schemas.plan import OptimizeResponse, PlanOut
-from legalsat.schemas.validation import details_from_validation
+from legalsat.schemas.validation import details_from_validation, json_kind
 from legalsat.terms.movement import MovementKind
 from legalsat.terms.strategy import Strategy
 

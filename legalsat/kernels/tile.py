@@ -333,7 +333,7 @@ DIRECT_UNROLLED_BOXES = 16
 # words a direct tile program holds per step of its walk over the tile's rows (16 a thread of
 # its 4 warps and more: 4,096 spilled for an fp8 tile on sm90, ptxas)
 DIRECT_CHUNK_WORDS = 2048
-DIRECT_UNROLLED_STEPS = 8
+DIRECT_UNROLLED_STEPS = 8  # steps of that walk unrolled by the compiler (their loads overlap)
 
 
 def _pow2_boxes(w: TileWalk) -> bool:
@@ -349,23 +349,30 @@ def tl_direct_kernel(name: str, w: TileWalk) -> str:
         return _row_walk(name, w)
     lines = _tl_header(name, "src, out", w)
     for origin, _ in w.boxes:
-        rows = row_positions(w, "rr", w.box, origin)
-        src_r, masks = [], []
-        for d, p in rows:
-            dim = w.dims[d]
-            pos = f"(rr * 0 + {coordinate(w, d, '')} + {p})"
-            if dim.src_stride:
-                src_r.append(f"{pos} * {dim.src_stride}")
-            masks.append(f"({pos} < {dim.extent})[:, None]")
-        d0 = w.dims[0]
-        pos0 = f"({coordinate(w, 0, '')} + cc + {origin[0]})"
-        src_c = f"{pos0} * {d0.src_stride}" if d0.src_stride else "cc * 0"
-        masks.append(f"({pos0} < {d0.extent})[None, :]")
-        lines.append(f"    so = ({' + '.join(src_r) or 'rr * 0'})[:, None] + ({src_c})[None, :]")
-        lines.append(f"    x = tl.load(src + so, mask={' & '.join(masks)}, other=0)")
+        lines += _pointer_load(w, "rr", row_positions(w, "rr", w.box, origin), f"cc + {origin[0]}", [], "    ")
         lines.append(f"    off = {box_offset(w, origin)}")
         lines += store_lines(w, "x", "off", "    ")
     return "\n".join(lines) + "\n"
+
+
+def _pointer_load(w: TileWalk, var: str, rows: list[tuple[int, str]], cols: str, masks: list[str],
+                  indent: str) -> list[str]:
+    """Lines loading `x`: the tensor at the tile's walk positions `rows` ((walk dim,
+    position over `var`) of dims 1..) by `cols` (the innermost dim's, over `cc`), zero past
+    the tensor's extents and where `masks` are false."""
+    src_r, masks = [], list(masks)
+    for d, p in rows:
+        dim = w.dims[d]
+        pos = f"({var} * 0 + {coordinate(w, d, '')} + {p})"
+        if dim.src_stride:
+            src_r.append(f"{pos} * {dim.src_stride}")
+        masks.append(f"({pos} < {dim.extent})[:, None]")
+    d0 = w.dims[0]
+    pos0 = f"({coordinate(w, 0, '')} + {cols})"
+    src_c = f"{pos0} * {d0.src_stride}" if d0.src_stride else "cc * 0"
+    masks.append(f"({pos0} < {d0.extent})[None, :]")
+    return [f"{indent}so = ({' + '.join(src_r) or f'{var} * 0'})[:, None] + ({src_c})[None, :]",
+            f"{indent}x = tl.load(src + so, mask={' & '.join(masks)}, other=0)"]
 
 
 def _row_walk(name: str, w: TileWalk) -> str:
@@ -384,22 +391,10 @@ def _row_walk(name: str, w: TileWalk) -> str:
              f"(0, {rows}, {chunk}):", "        r = r0 + rr"]
     radices = tuple(d.tile for d in w.dims)
     origins = (0,) * len(w.dims)
-    src_r, masks = [], [f"(r < {rows})[:, None]", f"(cc < {cols})[None, :]"]
-    inside = " & ".join(masks)  # the tile's own positions
-    for d, p in row_positions(w, "r", radices, origins):
-        dim = w.dims[d]
-        pos = f"(r * 0 + {coordinate(w, d, '')} + {p})"
-        if dim.src_stride:
-            src_r.append(f"{pos} * {dim.src_stride}")
-        masks.append(f"({pos} < {dim.extent})[:, None]")
-    d0 = w.dims[0]
-    pos0 = f"({coordinate(w, 0, '')} + cc)"
-    src_c = f"{pos0} * {d0.src_stride}" if d0.src_stride else "cc * 0"
-    masks.append(f"({pos0} < {d0.extent})[None, :]")
-    lines.append(f"        so = ({' + '.join(src_r) or 'r * 0'})[:, None] + ({src_c})[None, :]")
-    lines.append(f"        x = tl.load(src + so, mask={' & '.join(masks)}, other=0)")
+    inside = [f"(r < {rows})[:, None]", f"(cc < {cols})[None, :]"]  # the tile's own positions
+    lines += _pointer_load(w, "r", row_positions(w, "r", radices, origins), "cc", inside, "        ")
     lines.append(f"        off = ({row_offset(w, 'r', radices, origins)})[:, None] + ({col_offset(w, 'cc', 0)})[None, :]")
-    lines += store_lines(w, "x", "off", "        ", mask=inside)
+    lines += store_lines(w, "x", "off", "        ", mask=" & ".join(inside))
     return "\n".join(lines) + "\n"
 
 

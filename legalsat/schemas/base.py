@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field
 
 from legalsat.diagnostics import Code
-from legalsat.schemas.validation import field_path, json_kind  # noqa: F401 (json_kind: re-exported)
+from legalsat.schemas.validation import field_path
 
 
 class Strict(BaseModel):

@@ -27,8 +27,8 @@ from legalsat.analyses.overlap import overlaps
 from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
-from legalsat.schemas.base import Strict, json_input, json_kind, shown_int
-from legalsat.schemas.validation import details_from_validation, did_you_mean
+from legalsat.schemas.base import Strict, json_input, shown_int
+from legalsat.schemas.validation import details_from_validation, did_you_mean, json_kind
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span

@@ -12,7 +12,8 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import ClientDisconnect
 
 from legalsat.diagnostics import Code
-from legalsat.schemas.base import MAX_VALUES, json_kind, load_json
+from legalsat.schemas.base import MAX_VALUES, load_json
+from legalsat.schemas.validation import json_kind
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
@@ -115,16 +116,13 @@ def _is_json(content_type: str) -> bool:
 LARGE_BODY = 64 * 1024
 
 
-async def off_loop(size: int, fn, *args):
-    """fn(*args), in a thread when it works through more than LARGE_BODY bytes of input."""
-    return await asyncio.to_thread(fn, *args) if size > LARGE_BODY else fn(*args)
-
-
 async def parse_json(body: bytes, what: str, kind: type = dict, max_values: int = MAX_VALUES) -> object:
     """JSON text -> a value of `kind` (an object, or a list for batches), or InputError (422)
     that says where the text broke, what it holds instead, or that it nests too deep, holds
     too many values or holds text that is not Unicode."""
-    obj = await off_loop(len(body), load_json, body, f"the body ({what})", max_values)
+    label = f"the body ({what})"
+    obj = await asyncio.to_thread(load_json, body, label, max_values) if len(body) > LARGE_BODY else \
+        load_json(body, label, max_values)
     if not isinstance(obj, kind):
         shape = "a JSON array" if kind is list else "a JSON object"
         raise Code.INVALID_INPUT.error(f"the body is {json_kind(obj)}; {what} is {shape}", f"send {what} as {shape} "

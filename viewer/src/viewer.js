@@ -58,6 +58,18 @@ function nodeLabel(n) {
   return priced(n) ? `${head}\n${us(n.cost)} µs` : head;
 }
 
+// an e-node's label (and so its box) never changes: made once, for the drawing and the layout
+const enodeBoxes = new Map();
+function enodeBox(nid) {
+  let box = enodeBoxes.get(nid);
+  if (!box) {
+    const label = nodeLabel(enodes.get(nid));
+    box = { label, ...size(label) };
+    enodeBoxes.set(nid, box);
+  }
+  return box;
+}
+
 function classLabel(c) {
   const cost = c.analyses.cost_ps === undefined ? "" : `  ≥ ${us(c.analyses.cost_ps)} µs`;
   const size = collapsed.has(c.id) ? `\n${c.nodes.length} e-node${c.nodes.length === 1 ? "" : "s"} ▸` : "";
@@ -74,9 +86,7 @@ function elements() {
     els.push({ group: "nodes", data: { id: `c:${id}`, label, eclass: id, ...size(label) }, classes: tags.join(" ") });
     if (collapsed.has(id)) continue;
     for (const nid of c.nodes) {
-      const n = enodes.get(nid);
-      const label = nodeLabel(n);
-      els.push({ group: "nodes", data: { id: `n:${nid}`, parent: `c:${id}`, label, enode: nid, eclass: id, ...size(label) },
+      els.push({ group: "nodes", data: { id: `n:${nid}`, parent: `c:${id}`, enode: nid, eclass: id, ...enodeBox(nid) },
                  classes: ["enode", roleOf.get(nid) || ""].join(" ").trim() });
     }
   }
@@ -140,7 +150,7 @@ function classBox(id) {
   const c = classes.get(id);
   const own = size(classLabel(c));
   if (collapsed.has(id)) return own;
-  const kids = c.nodes.map((nid) => size(nodeLabel(enodes.get(nid))));
+  const kids = c.nodes.map(enodeBox);
   return { w: Math.max(own.w, ...kids.map((k) => k.w)) + 2 * PAD,
            h: kids.reduce((sum, k) => sum + k.h, 0) + GAP * (kids.length - 1) + 2 * PAD + HEAD };
 }
@@ -155,7 +165,7 @@ function place(boxes) {
       }
       let y = p.y - b.data("h") / 2 + PAD + HEAD;
       for (const nid of classes.get(id).nodes) {
-        const h = size(nodeLabel(enodes.get(nid))).h;
+        const { h } = enodeBox(nid);
         cy.getElementById(`n:${nid}`).position({ x: p.x, y: y + h / 2 });
         y += h + GAP;
       }

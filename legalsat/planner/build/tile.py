@@ -110,6 +110,7 @@ class Choice:
     note: str | None
     row_major: bool = True  # the boxes stack in the tile's row-major order
     pow2: bool = True  # every box dim a power of two (what Triton's descriptors take)
+    boxes: int = 1  # boxes of one tile
 
 
 def stage_layout(dims: list[WalkDim], box: tuple[int, ...], es: int, swizzle: Swizzle) -> StageLayout:
@@ -229,7 +230,8 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
             layout = stage_layout(dims, box, es, sw)
             ways = stage_read_ways(layout, m.matrix(), m.consumer.kind, m.consumer.major, target)
             wg, note = wgmma_operand(m, layout) if m.consumer.is_wgmma else (None, None)
-            out.append(Choice(sw, box, layout, ways, wg, note, row_major, pow2 or all(b & (b - 1) == 0 for b in box)))
+            out.append(Choice(sw, box, layout, ways, wg, note, row_major, pow2 or all(b & (b - 1) == 0 for b in box),
+                              boxes))
     return out
 
 
@@ -339,12 +341,12 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
         raise Infeasible([Code.INNER_BOX_16B.at(f"the tile's contiguous extent is {dims[0].tile * es} bytes; a TMA "
                                                 "box needs whole 16-byte units")])
     if strategy is Strategy.TMA:  # one copy instruction per box, each a line of the stage's protocol
-        counts = [math.prod(d.tile // b for d, b in zip(dims, ch.box)) for ch in choices]
-        if min(counts) > MAX_TMA_BOXES:
-            raise Infeasible([Code.TILE_BOXES.at(f"the tile takes at least {min(counts)} TMA boxes per stage (its "
+        fewest = min(ch.boxes for ch in choices)
+        if fewest > MAX_TMA_BOXES:
+            raise Infeasible([Code.TILE_BOXES.at(f"the tile takes at least {fewest} TMA boxes per stage (its "
                                                  f"extents {[d.tile for d in dims]}, innermost first); a stage "
                                                  f"issues at most {MAX_TMA_BOXES}")])
-        choices = [ch for ch, n in zip(choices, counts) if n <= MAX_TMA_BOXES]
+        choices = [ch for ch in choices if ch.boxes <= MAX_TMA_BOXES]
     choice, stages = _pick(choices, tile_bytes, smem, m.consumer.is_wgmma)
     broadcast = tuple(k for k in range(m.src.rank) if form.broadcast and m.src.shape[k] > 1 and m.src.strides[k] == 0)
     grid = m.tiles()

@@ -1,5 +1,5 @@
-"""POST /v1/descriptors/validate and /v1/analyze/bank-conflicts: answered without a worker
-(microseconds each; in a thread for bodies past 64 KiB, so the event loop goes on answering)."""
+"""POST /v1/descriptors/validate and /v1/analyze/bank-conflicts: answered in the event loop
+(microseconds each, no worker needed: their bodies hold at most SMALL_REQUEST_VALUES values)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from legalsat import api
 from legalsat.schemas.bank import BankReportOut, RawAccessIn, TileAccessIn
 from legalsat.schemas.descriptors import DescriptorIn, VerdictOut
-from legalsat.server.deps import ServiceState, off_loop, parse_json, read_body, service
+from legalsat.server.deps import ServiceState, parse_json, read_body, service
 from legalsat.server.errors import error_responses
 from legalsat.server.openapi import json_body
 
@@ -28,9 +28,8 @@ async def validate_descriptor(request: Request, target: str | None = Query(
     """Judges the arguments of one `cuTensorMapEncodeTiled` call (innermost dimension first,
     strides in bytes) with the model that agrees with the CUDA driver; each violation names
     its rule, field and fix."""
-    body = await read_body(request)
-    obj = await parse_json(body, "a descriptor", max_values=SMALL_REQUEST_VALUES)
-    return await off_loop(len(body), api.validate_descriptor, obj, target or state.settings.target)
+    obj = await parse_json(await read_body(request), "a descriptor", max_values=SMALL_REQUEST_VALUES)
+    return api.validate_descriptor(obj, target or state.settings.target)
 
 
 @router.post("/v1/analyze/bank-conflicts", response_model=BankReportOut,
@@ -39,6 +38,5 @@ async def validate_descriptor(request: Request, target: str | None = Query(
 async def bank_conflicts(request: Request, state: ServiceState = Depends(service)) -> BankReportOut:
     """Wavefronts of one warp instruction (per-lane byte offsets) or of a tile walked by a
     warp pattern (rows, cols, ldmatrix); the request's `target` defaults to the server's."""
-    body = await read_body(request)
-    obj = await parse_json(body, "a bank-conflict request", max_values=SMALL_REQUEST_VALUES)
-    return await off_loop(len(body), api.analyze_bank_conflicts, obj, state.settings.target)
+    obj = await parse_json(await read_body(request), "a bank-conflict request", max_values=SMALL_REQUEST_VALUES)
+    return api.analyze_bank_conflicts(obj, state.settings.target)

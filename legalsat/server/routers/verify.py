@@ -27,9 +27,11 @@ async def verify_pipeline(request: Request, state: ServiceState = Depends(servic
     store reuse in an mbarrier/TMA protocol, for every trip count that matters."""
     body = await read_body(request)
     obj = await parse_json(body, "a protocol")
-    if len(body) <= LARGE_BODY:  # InputError -> 422 here, in a thread (its size check can take a while),
-        await asyncio.to_thread(parse_protocol, obj)  # without occupying a worker; a large body is checked by
-    # the worker (validating one holds the interpreter's lock for a second: the event loop would stall)
+    # InputError -> 422 without occupying a worker: in a thread (its size check can take a while);
+    # a large body is checked by the worker instead (pydantic holds the interpreter's lock while
+    # it validates one, for up to a second: the event loop would stall)
+    if len(body) <= LARGE_BODY:
+        await asyncio.to_thread(parse_protocol, obj)
     async with disconnection(request) as gone:
         status, body, meta = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms, gone=gone)
     if status != 200:
