@@ -137,8 +137,7 @@ def residuals(meas: dict, est: dict) -> list[tuple[str, str, float, float]]:
 
 def regrets(entries: dict, meas: dict, est: dict, order: dict[str, list[str]]) -> dict[str, dict]:
     """Per workload: the planner's first plan (the first of `order` that was measured: the
-    planner ranks by estimate, launch-bound plans without shared memory first), its time,
-    the best time."""
+    planner's own ranking, `legalsat.planner.optimize.plan_rank`), its time, the best time."""
     out = {}
     for wname in entries:
         cands = {s: v for (w, s), v in est.items() if w == wname and (w, s) in meas}
@@ -169,8 +168,10 @@ def report(results_path: Path) -> None:
     provenance = {"gpu": env["gpu"], "driver": env["driver"], "torch": env["torch"], "triton": env["triton"],
                   "copy_gbps": round(results["copy_gbps"], 1), "date": datetime.date.today().isoformat(),
                   "fit": rounds, "by": "benchmarks/bench_kernels.py report"}
-    # the tile walk's facts come from benchmarks/bench_tiles.py calibrate: kept as they are
-    facts = replace(facts, **{k: getattr(SM90.cost, k) for k in ("tile_walk_ns", "tile_tma", "tma_latency_ns")})
+    # the tile walk's facts come from benchmarks/bench_tiles.py calibrate, one program's bandwidth
+    # from tools/launch_bound_sweep.py report: kept as they are
+    facts = replace(facts, **{k: getattr(SM90.cost, k)
+                              for k in ("tile_walk_ns", "tile_tma", "tma_latency_ns", "program_gbps")})
     old = json.loads(cost_path("sm90").read_text()).get("provenance", {}) if cost_path("sm90").exists() else {}
     if "tile_walk" in old:
         provenance["tile_walk"] = old["tile_walk"]

@@ -5,6 +5,14 @@ one candidate's time by up to 15 % between runs of the benchmark).
 
     python -m tools.launch_bound_sweep [--processes 3] [--rounds 31] [--cudagraph]
         # GPU; writes $OUT/launch_bound_sweep.json (launch_bound_sweep_cudagraph.json)
+    python -m tools.launch_bound_sweep report [--write]
+        # CPU: the recorded sweeps against the planner's order now; fits program_gbps
+        # (--write: into legalsat/targets/sm90_cost.json)
+    python -m tools.launch_bound_sweep plan-heldout [--seed 7] [--count 24]
+        # CPU: small random transposes and permutes no rule was fitted on, planned
+        # -> benchmarks/launch_bound_heldout_cases.json
+    python -m tools.launch_bound_sweep --cases benchmarks/launch_bound_heldout_cases.json --cudagraph
+        # GPU: the same sweep over those (writes launch_bound_heldout[_cudagraph].json)
 
 Prints, per case, each candidate's median time in each process and how often it was fastest.
 What the planner's `plan_rank` does with launch-bound plans rests on this. `--cudagraph` times
@@ -21,18 +29,27 @@ import sys
 from pathlib import Path
 
 
-def one_process(rounds: int, graph: bool = False) -> dict:
+def sweep_entries(cases: Path | None) -> dict:
+    """name -> {workload, response}: the benchmark's small cases and its 517 x 33 transpose,
+    or the entries of `cases` (a file of the same shape)."""
+    from benchmarks.bench_kernels import CASES, PLANS
+
+    if cases is not None:
+        return json.loads(cases.read_text())
+    entries = dict(json.loads(CASES.read_text()))
+    entries.update({k: v for k, v in json.loads(PLANS.read_text()).items() if "517×33" in k})
+    return entries
+
+
+def one_process(rounds: int, graph: bool = False, cases: Path | None = None) -> dict:
     import torch
 
-    from benchmarks.bench_kernels import CASES, PLANS
     from benchmarks.measure import timed_together
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
     dev = torch.device("cuda")
-    entries = dict(json.loads(CASES.read_text()))
-    plans = json.loads(PLANS.read_text())
-    entries.update({k: v for k, v in plans.items() if "517×33" in k})
+    entries = sweep_entries(cases)
     out = {}
     for name, e in entries.items():
         resp = e["response"]
@@ -59,22 +76,135 @@ def one_process(rounds: int, graph: bool = False) -> dict:
     return out
 
 
+RECORDED = Path(__file__).resolve().parent.parent / "benchmarks"
+# a program moving at least this much (read + written) alone in its launch shows its serial time
+SERIAL_PROBE_BYTES = 16384
+
+
+def replay(runs: list[dict], cases: Path | None = None) -> list[dict]:
+    """Per recorded case with times: the planner's first plan now, its median time over the
+    processes against the fastest candidate's (candidates matched by strategy), and each
+    candidate's program bytes and median time."""
+    from statistics import median
+
+    from legalsat.planner.optimize import optimize
+    from legalsat.schemas.optimize import parse_request
+    from legalsat.testing.workloads import Workload
+
+    known = {name: Workload(**e["workload"]) for name, e in sweep_entries(cases).items()}
+    rows = []
+    for name, first in runs[0].items():
+        if any("error" in r[name] for r in runs) or name not in known:
+            continue
+        us = {label.split(":", 1)[1]: median(r[name]["us"][i] for r in runs)
+              for i, label in enumerate(first["plans"])}
+        plans = optimize(parse_request(known[name].request())).plans
+        program = {p.strategy.value: max((2 * q.program_bytes for q in p.pieces), default=0) for p in plans}
+        first = plans[0].strategy.value
+        rows.append({"case": name, "first": first, "us": us, "program_bytes": program,
+                     "regret": us[first] / min(us.values())})
+    return rows
+
+
+def fit_program_gbps(rows: list[dict]) -> int:
+    """One program's bandwidth (read + write, GB/s): the median, over the pointer kernels whose
+    program moves at least SERIAL_PROBE_BYTES, of their bytes over their time beyond the case's
+    fastest candidate."""
+    from statistics import median
+
+    rates = [r["program_bytes"][s] / (t - min(r["us"].values())) / 1e3
+             for r in rows for s, t in r["us"].items()
+             if s in ("direct", "staged_smem") and r["program_bytes"].get(s, 0) >= SERIAL_PROBE_BYTES
+             and t > min(r["us"].values())]
+    if not rates:
+        raise SystemExit("no pointer kernel in the recorded sweep moves enough bytes in one program")
+    return round(median(rates))
+
+
+HELDOUT = RECORDED / "launch_bound_heldout_cases.json"
+SWEEPS = (("launch_bound_sweep.json", None), ("launch_bound_sweep_cudagraph.json", None),
+          ("launch_bound_heldout.json", HELDOUT), ("launch_bound_heldout_cudagraph.json", HELDOUT))
+
+
+def plan_heldout(seed: int, count: int) -> None:
+    """Small random transposes and permutes (up to 256 KiB, every element size, odd extents),
+    each with more than one launch-bound plan, planned now -> HELDOUT."""
+    import random
+
+    from legalsat.api import optimize
+    from legalsat.testing.workloads import permute, transpose
+
+    rng = random.Random(seed)
+    dtypes = {"uint8": 1, "bfloat16": 2, "float32": 4, "float64": 8}
+    out: dict = {}
+    while len(out) < count:
+        dtype = rng.choice(list(dtypes))
+        if rng.random() < 0.6:
+            m, n = rng.randint(9, 700), rng.randint(9, 700)
+            w = transpose(f"transpose {m}×{n} {dtype}", dtype, m, n)
+        else:
+            shape = tuple(rng.randint(2, 48) for _ in range(rng.choice((3, 4))))
+            perm = tuple(rng.sample(range(len(shape)), len(shape)))
+            w = permute(f"permute {'×'.join(map(str, shape))} {perm} {dtype}", dtype, shape, perm)
+        resp = optimize(w.request())
+        plans = resp["plans"]
+        small = plans and plans[0]["cost"]["bytes_moved"] <= 2 * 262144
+        if not small or len(plans) < 2 or w.name in out:
+            continue
+        out[w.name] = {"workload": w.__dict__, "response": resp}
+    HELDOUT.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {HELDOUT}: {len(out)} cases")
+
+
+def report(write: bool) -> None:
+    from legalsat.targets.calibration import cost_path
+
+    for file, cases in SWEEPS:
+        if not (RECORDED / file).exists():
+            continue
+        rows = replay(json.loads((RECORDED / file).read_text()), cases)
+        near = sum(r["regret"] <= 1.03 for r in rows)
+        print(f"{file}: the planner's first plan within 3 % of the fastest on {near} of {len(rows)} cases, "
+              f"worst {max(r['regret'] for r in rows):.3f}")
+        for r in rows:
+            if r["regret"] > 1.03:
+                print(f"  {r['case']}: {r['first']} {r['us'][r['first']]:.2f} us, fastest {min(r['us'].values()):.2f}")
+    gbps = fit_program_gbps(replay(json.loads((RECORDED / "launch_bound_sweep_cudagraph.json").read_text())))
+    print(f"program_gbps = {gbps}")
+    if write:
+        path = cost_path("sm90")
+        doc = json.loads(path.read_text())
+        doc["facts"]["program_gbps"] = gbps
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"wrote {path}")
+
+
 def main() -> None:
     argv = sys.argv[1:]
+    if argv and argv[0] == "report":
+        report("--write" in argv)
+        return
+    if argv and argv[0] == "plan-heldout":
+        plan_heldout(int(argv[argv.index("--seed") + 1]) if "--seed" in argv else 7,
+                     int(argv[argv.index("--count") + 1]) if "--count" in argv else 24)
+        return
     graph = "--cudagraph" in argv
+    cases = Path(argv[argv.index("--cases") + 1]) if "--cases" in argv else None
     if argv and argv[0] == "--one":
-        print(json.dumps(one_process(int(argv[1]), graph)))
+        print(json.dumps(one_process(int(argv[1]), graph, cases)))
         return
     procs = int(argv[argv.index("--processes") + 1]) if "--processes" in argv else 3
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 31
     runs = []
     for n in range(procs):
         done = subprocess.run([sys.executable, "-m", "tools.launch_bound_sweep", "--one", str(rounds),
-                               *(["--cudagraph"] if graph else [])], capture_output=True, text=True, check=True)
+                               *(["--cudagraph"] if graph else []), *(["--cases", str(cases)] if cases else [])],
+                              capture_output=True, text=True, check=True)
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         print(f"process {n + 1} of {procs} done", flush=True)
     out = Path(os.environ.get("OUT", "."))
-    name = "launch_bound_sweep_cudagraph.json" if graph else "launch_bound_sweep.json"
+    stem = "launch_bound_heldout" if cases else "launch_bound_sweep"
+    name = f"{stem}_cudagraph.json" if graph else f"{stem}.json"
     (out / name).write_text(json.dumps(runs, indent=1) + "\n")
     print(f"\n{'case':44s} {'plan':22s} {'est us':>7s}  measured us per process        fastest")
     for name, first in runs[0].items():

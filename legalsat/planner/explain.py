@@ -20,6 +20,7 @@ import dataclasses
 import math
 
 from legalsat.planner.plan import Piece, Plan
+from legalsat.planner.rank import FIXED_LATENCY, launch_bound, longest_program_bytes, longest_program_us
 from legalsat.planner.request import PlanRequest
 from legalsat.terms.strategy import Strategy
 
@@ -29,7 +30,8 @@ SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
 def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan]) -> tuple[Plan, ...]:
     """`plans` (best first) with their explanations."""
     best = plans[0].cost.estimated_us if plans else 0.0
-    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), best)) for i, p in enumerate(plans))
+    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), best, plans[0]))
+                 for i, p in enumerate(plans))
 
 
 def _fmt_bytes(n: int) -> str:
@@ -52,7 +54,7 @@ def _runs(piece: Piece) -> tuple[int, int]:
     return run(lambda d: d.src_stride), run(lambda d: d.dst_stride)
 
 
-def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float) -> tuple[str, ...]:
+def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float, first: Plan) -> tuple[str, ...]:
     c = req.target.cost
     us = p.cost.estimated_us
     launches = len(p.pieces) + (len(p.gather.inspector.passes) if p.gather and p.gather.inspector else 0)
@@ -111,8 +113,19 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float) -> tup
         if p.gather is not None and p.gather.inspector is not None:
             what += f", after {len(p.gather.inspector.passes)} inspector passes"
         headline = f"bandwidth-bound at {eff:.0%} of copy bandwidth: {what}"
+    bound = launch_bound(p, c)
+    if bound and p.pieces:
+        facts.append(f"largest program: {_fmt_bytes(longest_program_bytes(p))} read and written alone at "
+                     f"{c.program_gbps} GB/s adds {longest_program_us(p, c):.2f} us to its launch")
     if rank == 0:
         standing = f"ranked 1st of {of}" + (" (the only plan)" if of == 1 else "")
+    elif bound and launch_bound(first, c):
+        key, first_key = us + longest_program_us(p, c), first.cost.estimated_us + longest_program_us(first, c)
+        standing = (f"ranked {rank + 1} of {of}: launch-bound plans rank by estimate + largest program, "
+                    f"{key:.3f} us against the first plan's {first_key:.3f}")
+        if p.strategy in FIXED_LATENCY and first.strategy not in FIXED_LATENCY:
+            standing += ("; TMA pipelines and warp shuffles come after the pointer kernels (their set-up "
+                         "and exchange rounds are a fixed latency)")
     else:
         standing = f"ranked {rank + 1} of {of}: +{us - best_us:.2f} us ({us / best_us - 1:.0%}) over the best" \
             if best_us else f"ranked {rank + 1} of {of}"

@@ -20,6 +20,7 @@ from legalsat.planner.build import Built
 from legalsat.planner.explain import explain
 from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
+from legalsat.planner.rank import plan_rank
 from legalsat.planner.reasons import why_not
 from legalsat.planner.request import PlanRequest
 from legalsat.planner.solve import Infeasible
@@ -27,7 +28,7 @@ from legalsat.terms.movement import moved_elements
 from legalsat.terms.strategy import Strategy
 
 # Part of every plan-cache key: a new version never serves an older version's plans.
-PLANNER_VERSION = "legalsat-planner/8"
+PLANNER_VERSION = "legalsat-planner/9"
 
 
 class Clock:
@@ -67,23 +68,6 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
                 None, built.tile_load)
 
 
-# a plan estimated within this factor of one launch is launch-bound: its bytes take a
-# fraction of the fixed cost, and the estimates' differences are below what the model resolves
-LAUNCH_BOUND = 1.1
-
-
-def plan_rank(p: Plan, launch_us: float) -> tuple:
-    """Plans best first: by estimate; among launch-bound plans (`LAUNCH_BOUND`), the direct
-    copy first, which has nothing between its loads and its stores. Timed on the H100 in
-    fresh processes (tools/launch_bound_sweep.py, benchmarks/launch_bound_sweep.json), the
-    candidates of 16 launch-bound movements ran 4.2-9.7 us: the direct copy's median at most
-    3 % behind the fastest, staged tiles up to 24 %, warp shuffles up to 26 % and TMA pipelines
-    up to 18 % behind (a 33 x 47 uint8 transpose: shuffle 5.6-6.1 us, direct 4.4-4.9), though
-    every estimate is one launch."""
-    bound = p.cost.estimated_us <= LAUNCH_BOUND * launch_us
-    return (not bound, bound and p.strategy is not Strategy.DIRECT, p.cost.estimated_us)
-
-
 def optimize(req: PlanRequest) -> PlanResponse:
     """Plan one validated request (see the module docstring) within its timeout_ms
     (legalsat.planner.budget)."""
@@ -113,7 +97,7 @@ def _optimize(req: PlanRequest) -> PlanResponse:
             clock.lap("solve")
             rejected.append(Rejected(cand.strategy, cand.term, e.reasons))
     # builders may know better than the e-graph (tile loads)
-    plans.sort(key=lambda p: plan_rank(p, req.target.cost.launch_ns / 1000))
+    plans.sort(key=lambda p: plan_rank(p, req.target.cost))
     if req.options.explain:
         plans = list(explain(req, plans))
     offered = {c.strategy for c in cands}

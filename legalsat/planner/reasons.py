@@ -49,6 +49,26 @@ def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
     return out + list(check_descriptor(desc, target).violations)
 
 
+def tile_inner_reasons(m: LoadTile) -> list[Diagnostic]:
+    """Why a tile's extent along the source's contiguous dim keeps its boxes out of TMA: a box
+    holds whole 16-byte units there, and the tile walk's boxes start at multiples of the tile,
+    which the hardware needs on 16-byte boundaries."""
+    es = m.src.esize
+    out = []
+    for k, (n, s, t) in enumerate(zip(m.src.shape, m.src.strides, m.tile)):
+        if s != 1 or n == 1 or t == 1 or (t * es) % 16 == 0 or 16 % es:
+            continue
+        unit = 16 // es
+        fits = [v for v in (t // unit * unit, t // unit * unit + unit) if v > 0]
+        out.append(Code.INNER_BOX_16B.at(
+            f"op.tile[{k}] is {t} elements ({t * es} bytes) along op.src's contiguous dim: a TMA box holds whole "
+            "16-byte units there, and a box that starts off a 16-byte boundary faults (on the H100 a TMA load or "
+            "store at such a start is an illegal instruction: tools/tma_offset_probe.py)",
+            f"make op.tile[{k}] a multiple of {unit} elements ({' or '.join(map(str, fits))}), or use the plan's "
+            "direct candidate", field=f"op.tile[{k}]"))
+    return out
+
+
 def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
     m = req.movement
     if req.target.tma is None:
@@ -57,6 +77,8 @@ def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
         return [Code.GATHER_TMA.at()]
     views = [("op.src", m.src)] + ([("op.dst", m.dst)] if isinstance(m, Copy) else [])
     reasons = [_of(name, r) for name, v in views for r in natural_descriptor(v, req.target)]
+    if isinstance(m, LoadTile):
+        reasons += tile_inner_reasons(m)
     if isinstance(m, Copy) and m.src.base_align % 16 == 0 and m.dst.base_align % 16 == 0 and not reasons:
         reasons = [Code.INNER_EXTENT.at()]
     if any(r.code is Code.GLOBAL_STRIDES_ALIGN for r in reasons) and not req.options.allow_padding:

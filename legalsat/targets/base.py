@@ -53,7 +53,9 @@ class CostFacts:
     grouped (MoE) gather by its group costs a direct plan. `tma_latency_ns`: one TMA load's
     round trip (what bounds a tile walk whose SMs hold few tiles). `tile_walk_ns`: the fixed
     time of a tile walk (launch, pipeline fill, tail); `tile_tma`: permille of the copy
-    bandwidth that a TMA tile walk reads at (it writes nothing back). `source` says where the
+    bandwidth that a TMA tile walk reads at (it writes nothing back). `program_gbps`: what one
+    program moves (read + write) when it runs alone, the time a launch-bound movement's longest
+    program adds to its launch (tools/launch_bound_sweep.py --cudagraph). `source` says where the
     numbers come from ("analytic", or the calibration run that fitted them).
     """
 
@@ -74,6 +76,7 @@ class CostFacts:
     tma_latency_ns: int = 1000
     tile_walk_ns: int = 5000
     tile_tma: int = 750
+    program_gbps: int = 74
 
 
 class CostFact(IntEnum):

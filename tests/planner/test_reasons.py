@@ -1,0 +1,37 @@
+"""Why a strategy has no plan (legalsat.planner.reasons): the request's own fields named,
+with a fix that would make the strategy possible."""
+
+from __future__ import annotations
+
+import pytest
+
+from legalsat.api import optimize
+
+
+def _tma_reasons(tile: list[int], shape: list[int], dtype: str) -> list[dict]:
+    out = optimize({"op": {"kind": "load_tile", "tile": tile, "consumer": "rows",
+                           "src": {"dtype": dtype, "shape": shape, "strides": [shape[1], 1]}}})
+    assert [p["strategy"] for p in out["plans"]] == ["direct"]
+    return next(r for r in out["rejected"] if r["strategy"] == "tma")["reasons"]
+
+
+@pytest.mark.parametrize("tile, shape, dtype, fits", [
+    ([40, 100], [1000, 1000], "bfloat16", "96 or 104"),
+    ([8, 36], [64, 1000], "bfloat16", "32 or 40"),
+    ([64, 24], [64, 96], "uint8", "16 or 32"),
+    ([16, 5], [64, 96], "float32", "4 or 8"),
+])
+def test_a_tile_off_16_bytes_along_the_contiguous_dim_says_so(tile, shape, dtype, fits):
+    """The tile walk's boxes would start at multiples of the tile's contiguous extent, which a
+    TMA load or store needs on 16 bytes (the H100 faults otherwise: tools/tma_offset_probe.py);
+    the reason names the tile's field and the extents that would do."""
+    (reason,) = _tma_reasons(tile, shape, dtype)
+    assert reason["rule"] == "inner_box_16B"
+    assert reason["message"].startswith(f"op.tile[1] is {tile[1]} elements")
+    assert fits in reason["fix"] and "op.tile[1]" in reason["fix"]
+
+
+def test_a_tile_on_16_bytes_keeps_its_tma_plan():
+    out = optimize({"op": {"kind": "load_tile", "tile": [64, 60], "consumer": "rows",
+                           "src": {"dtype": "float32", "shape": [512, 600], "strides": [600, 1]}}})
+    assert out["plans"][0]["strategy"] == "tma"

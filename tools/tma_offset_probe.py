@@ -1,0 +1,93 @@
+"""Whether a TMA box may start at any element along its innermost dim, asked of the GPU: one
+Gluon kernel loads (or stores) a single [1, 64] bf16 box through a descriptor over a flat
+buffer viewed as [1, N] (legal: 16-byte base, no row stride), at element offset k, for k =
+0..8, each in a fresh process (a fault ends the process's CUDA context).
+
+    python -m tools.tma_offset_probe        # GPU machine; prints one line per (op, offset)
+
+This is what closes the route of storing each misaligned destination row of a transpose
+(a pitch of 50257 bf16) with its own TMA store: the descriptor encodes, but on the H100
+(driver 580.159.04, triton 3.6.0) a box whose innermost start is not on 16 bytes faults with
+an illegal instruction (README, "Kernels").
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SOURCE = '''
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import fence_async_shared, mbarrier, tma
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+
+@gluon.jit
+def store_box(desc, k):
+    buf = gl.allocate_shared_memory(gl.bfloat16, [1, 64], desc.layout)
+    x = gl.full([1, 64], 1.0, gl.bfloat16, gl.BlockedLayout([1, 2], [1, 32], [1, 1], [1, 0]))
+    buf.store(x)
+    fence_async_shared()
+    tma.async_copy_shared_to_global(desc, [0, k], buf)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def load_box(desc, out, k):
+    buf = gl.allocate_shared_memory(gl.bfloat16, [1, 64], desc.layout)
+    bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    mbarrier.init(bar, count=1)
+    mbarrier.expect(bar, 128)
+    tma.async_copy_global_to_shared(desc, [0, k], bar, buf)
+    mbarrier.wait(bar, 0)
+    mbarrier.invalidate(bar)
+    lay: gl.constexpr = gl.BlockedLayout([1, 2], [1, 32], [1, 1], [1, 0])
+    x = buf.load(lay)
+    i = gl.arange(0, 64, layout=gl.SliceLayout(0, lay))
+    gl.store(out + i[None, :], x)
+
+
+def main(op, k):
+    n = 4096
+    flat = torch.zeros(1, n, dtype=torch.bfloat16, device="cuda")
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=16, rank=2)
+    desc = TensorDescriptor(flat, [1, n], [n, 1], [1, 64], layout)
+    if op == "store":
+        store_box[(1,)](desc, k, num_warps=1)
+        torch.cuda.synchronize()
+        ok = bool((flat[0, k:k + 64] == 1).all()) and int((flat != 0).sum()) == 64
+    else:
+        flat.copy_(torch.arange(n, device="cuda").to(torch.bfloat16).view(1, n))
+        out = torch.empty(64, dtype=torch.bfloat16, device="cuda")
+        load_box[(1,)](desc, out, k, num_warps=1)
+        torch.cuda.synchronize()
+        ok = torch.equal(out, flat[0, k:k + 64])
+    print("exact" if ok else "wrong")
+
+
+if __name__ == "__main__":
+    import sys
+    main(sys.argv[1], int(sys.argv[2]))
+'''
+
+
+def main() -> None:
+    # Gluon compiles a kernel from its source file, so the probe is written to one
+    script = Path(tempfile.mkdtemp()) / "tma_offset_kernel.py"
+    script.write_text(SOURCE)
+    for op in ("load", "store"):
+        for k in range(9):
+            run = subprocess.run([sys.executable, str(script), op, str(k)], capture_output=True, text=True,
+                                 timeout=120)
+            out = run.stdout.strip().splitlines()
+            err = next((line for line in run.stderr.splitlines() if "Error" in line), run.stderr[-200:])
+            verdict = out[-1] if run.returncode == 0 and out else f"fault: {err.strip()[:120]}"
+            print(f"{op:5s} box [1, 64] bf16 at element {k} (byte {2 * k:2d}): {verdict}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
