@@ -1,9 +1,12 @@
-"""Tiles of the index-major gather (a gather along an inner axis), measured on the GPU: the
-data behind `solve_rows(index_major=True)` in legalsat.planner.solve.
+"""Tiles of the gathers, measured on the GPU: the data behind `solve_index_major` and
+`solve_rows` in legalsat.planner.solve.
 
     python -m tools.gather_sweep [NAME ...]   # on the GPU machine; writes $OUT/gather_sweep.json
     python -m tools.gather_sweep --shapes 1024x1,1024x2 --rounds 3 NAME   # only these (entries x
         slab step), each measured in 3 rounds (interleaved, so drift shows)
+    python -m tools.gather_sweep --row-gathers [--rounds 5] NAME ...   # row gathers: rows per
+        program x warps, timed in interleaved rounds with torch.compile and a same-size copy_
+        (writes $OUT/row_gather_sweep.json)
 
 For every workload of benchmarks/kernel_plans.json whose first plan is an index-major gather
 (its piece tile is (entries, slab elements)), the plan's kernel is re-emitted with each
@@ -22,7 +25,65 @@ SHAPES = ((1024, 1), (512, 1), (256, 1), (512, 2), (1024, 2), (256, 4), (1024, 4
           (256, 16), (128, 32), (64, 64), (2048, 2))
 
 
+ROW_SHAPES = tuple(dict.fromkeys([*((rows, warps) for warps in (4, 8, 16) for rows in (8 * warps, 16 * warps, 32 * warps)),
+                                   (256, 8), (512, 8)]))
+
+
+def row_gathers(names: list[str], rounds: int) -> None:
+    """Each named workload's direct row gather with every (rows per program, warps) of
+    ROW_SHAPES, bit-exact, timed together with the plan as planned, torch.compile of the same
+    op and a contiguous copy_ of as many bytes, in `rounds` interleaved rounds."""
+    import torch
+
+    from benchmarks.measure import timed_together
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import compiled_peer, poison, same_bits
+    from tools.sweep import workloads
+
+    def row_gather(resp: dict) -> dict | None:
+        p = next((p for p in resp["plans"] if p["strategy"] == "direct"), None)
+        return p if p and p.get("gather") and len(p["pieces"][0]["tile"]) == 1 else None
+
+    rows_out = []
+    for name, base, inp, want in workloads(row_gather, names):
+        peer = compiled_peer(inp)
+        assert same_bits(peer(), want), f"{name}: torch.compile differs from eager"
+        a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
+        b = torch.empty_like(a)
+        labels, fns = ["torch.compile", "copy_"], [peer, lambda a=a, b=b: b.copy_(a)]
+        planned = (base["gather"]["rows_per_program"], base["num_warps"])
+        for rows, warps in [planned, *(s for s in ROW_SHAPES if s != planned)]:
+            p = copy.deepcopy(base)
+            p["gather"]["rows_per_program"] = p["pieces"][0]["tile"][0] = rows
+            p["num_warps"] = p["pieces"][0]["num_warps"] = warps
+            k = build_kernel(p, variant="tl")
+            poison(inp)
+            if not same_bits(inp.call(k), want):
+                raise AssertionError(f"{name}: {rows} rows x {warps} warps differs from PyTorch")
+            labels.append(f"rows {rows} w{warps}" + (" (planned)" if (rows, warps) == planned else ""))
+            fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
+        times = timed_together(fns, repeats=rounds)
+        for label, ms in zip(labels, times):
+            rows_out.append({"workload": name, "variant": label, "ms": ms, "bytes": inp.moved_bytes,
+                             "slab_bytes": base["gather"]["slab_bytes"]})
+        for label, ms in sorted(zip(labels, times), key=lambda x: x[1]):
+            print(f"{name[:40]:40s} {label:22s} {1e3 * ms:8.1f} us  x compile {times[0] / ms:.3f}", flush=True)
+        del a, b, peer
+        torch._dynamo.reset()
+    out = Path(os.environ.get("OUT", "."))
+    (out / "row_gather_sweep.json").write_text(json.dumps(rows_out, indent=1) + "\n")
+
+
 def main() -> None:
+    if "--row-gathers" in sys.argv:
+        args = [a for a in sys.argv[1:] if a != "--row-gathers"]
+        rounds = 5
+        if "--rounds" in args:
+            i = args.index("--rounds")
+            rounds = int(args[i + 1])
+            del args[i:i + 2]
+        row_gathers(args, rounds)
+        return
     from benchmarks.measure import timed
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import compiled_peer, poison, same_bits

@@ -59,9 +59,10 @@ def test_transpose_tile_closed_form_is_z3s_optimum(eb, na, nb, pitch, tile, run,
 @pytest.mark.parametrize("slab,count", [(128, 1), (128, 4096), (8192, 1000), (65536, 7), (3, 100000), (40000, 2)])
 def test_rows_and_linear_closed_forms(slab, count):
     rows = solve.solve_rows(slab, 16, count)
-    assert rows.rows * slab <= max(32768, slab) and rows.rows <= max(1, 2 * count)
+    block = solve.SHORT_ROWS_BLOCK_BYTES if slab <= solve.SHORT_ROW_BYTES else 32768
+    assert rows.rows * slab <= max(block, slab) and rows.rows <= max(1, 2 * count)
     # the most rows within both bounds (and the 4096 cap)
-    assert rows.rows == 4096 or 2 * rows.rows * slab > max(32768, slab) or rows.rows >= count
+    assert rows.rows == 4096 or 2 * rows.rows * slab > max(block, slab) or rows.rows >= count
     lin = solve.solve_linear(Region(2, 16, 16, ((count, 1, 1),)))
     assert lin.block * 2 <= 16384 and lin.grid * lin.block >= count
 
@@ -101,3 +102,15 @@ def test_index_major_gather_takes_one_row_of_entries_per_program():
     assert (f.rows, f.slab_step, f.num_warps) == (1024, 1, 2)
     few = solve.solve_index_major(10, 4, 2048)  # few entries: more rows a program, same bytes
     assert few.rows == 16 and few.rows * few.slab_step * 4 == solve.INDEX_MAJOR_BLOCK_BYTES
+
+
+def test_short_gather_rows_take_8_KiB_per_program_over_8_warps():
+    """Rows of at most 128 bytes: two 16-byte vectors a thread (4M random, sorted and
+    warp-local rows of 128 B ran 1-2.5 % faster so than 32 KiB programs on the H100, ahead of
+    torch.compile; tools/gather_sweep.py --row-gathers); longer rows keep 32 KiB."""
+    from legalsat.planner.solve import solve_rows
+
+    assert (solve_rows(128, 16, 1 << 22).rows, solve_rows(128, 16, 1 << 22).num_warps) == (64, 8)
+    assert (solve_rows(64, 16, 1 << 22).rows, solve_rows(64, 16, 1 << 22).num_warps) == (128, 8)
+    assert (solve_rows(4096, 16, 1 << 20).rows, solve_rows(4096, 16, 1 << 20).num_warps) == (8, 8)
+    assert solve_rows(128, 16, 20).rows == 32  # no more rows than indices
