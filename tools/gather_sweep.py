@@ -27,14 +27,20 @@ SHAPES = ((1024, 1), (512, 1), (256, 1), (512, 2), (1024, 2), (256, 4), (1024, 4
 
 ROW_SHAPES = tuple(dict.fromkeys([*((rows, warps) for warps in (4, 8, 16) for rows in (8 * warps, 16 * warps, 32 * warps)),
                                    (256, 8), (512, 8)]))
+# rows longer than 128 bytes (embeddings, KV pages, MoE): few rows, and the slab's step
+LONG_ROW_SHAPES = ((1, 4), (1, 8), (1, 16), (2, 4), (2, 8), (2, 16), (4, 8), (4, 16), (8, 8))
+SLAB_STEPS = (8192, 16384, 65536)
 
 
 def row_gathers(names: list[str], rounds: int) -> None:
     """Each named workload's direct row gather with every (rows per program, warps) of
-    ROW_SHAPES, bit-exact, timed together with the plan as planned, torch.compile of the same
-    op and a contiguous copy_ of as many bytes, in `rounds` interleaved rounds."""
+    ROW_SHAPES (LONG_ROW_SHAPES for rows over 128 bytes, and the planned shape with each of
+    SLAB_STEPS bytes a slab step), bit-exact, timed together with the plan as planned,
+    torch.compile of the same op and a contiguous copy_ of as many bytes, in `rounds`
+    interleaved rounds."""
     import torch
 
+    import legalsat.kernels.direct as direct
     from benchmarks.measure import timed_together
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import compiled_peer, poison, same_bits
@@ -52,15 +58,24 @@ def row_gathers(names: list[str], rounds: int) -> None:
         b = torch.empty_like(a)
         labels, fns = ["torch.compile", "copy_"], [peer, lambda a=a, b=b: b.copy_(a)]
         planned = (base["gather"]["rows_per_program"], base["num_warps"])
-        for rows, warps in [planned, *(s for s in ROW_SHAPES if s != planned)]:
+        step = direct.SLAB_STEP_BYTES
+        long = base["gather"]["slab_bytes"] > 128
+        shapes = [(*s, step) for s in (LONG_ROW_SHAPES if long else ROW_SHAPES) if s != planned]
+        shapes += [(*planned, st) for st in SLAB_STEPS] if long else []
+        for rows, warps, slab_step in [(*planned, step), *shapes]:
             p = copy.deepcopy(base)
             p["gather"]["rows_per_program"] = p["pieces"][0]["tile"][0] = rows
             p["num_warps"] = p["pieces"][0]["num_warps"] = warps
-            k = build_kernel(p, variant="tl")
+            direct.SLAB_STEP_BYTES = slab_step  # read when the kernel is emitted
+            try:
+                k = build_kernel(p, variant="tl")
+            finally:
+                direct.SLAB_STEP_BYTES = step
             poison(inp)
             if not same_bits(inp.call(k), want):
                 raise AssertionError(f"{name}: {rows} rows x {warps} warps differs from PyTorch")
-            labels.append(f"rows {rows} w{warps}" + (" (planned)" if (rows, warps) == planned else ""))
+            label = f"rows {rows} w{warps}" + (f" step {slab_step}" if slab_step != step else "")
+            labels.append(label + (" (planned)" if (rows, warps, slab_step) == (*planned, step) else ""))
             fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
         times = timed_together(fns, repeats=rounds)
         for label, ms in zip(labels, times):
