@@ -88,6 +88,7 @@ def replay(runs: list[dict], cases: Path | None = None) -> list[dict]:
     from statistics import median
 
     from legalsat.planner.optimize import optimize
+    from legalsat.planner.rank import longest_program_bytes
     from legalsat.schemas.optimize import parse_request
     from legalsat.testing.workloads import Workload
 
@@ -99,21 +100,22 @@ def replay(runs: list[dict], cases: Path | None = None) -> list[dict]:
         us = {label.split(":", 1)[1]: median(r[name]["us"][i] for r in runs)
               for i, label in enumerate(first["plans"])}
         plans = optimize(parse_request(known[name].request())).plans
-        program = {p.strategy.value: max((2 * q.program_bytes for q in p.pieces), default=0) for p in plans}
+        program = {p.strategy.value: 2 * longest_program_bytes(p) for p in plans}
         first = plans[0].strategy.value
-        rows.append({"case": name, "first": first, "us": us, "program_bytes": program,
+        rows.append({"case": name, "kind": plans[0].kind.value, "first": first, "us": us, "program_bytes": program,
                      "regret": us[first] / min(us.values())})
     return rows
 
 
 def fit_program_gbps(rows: list[dict]) -> int:
-    """One program's bandwidth (read + write, GB/s): the median, over the pointer kernels whose
-    program moves at least SERIAL_PROBE_BYTES, of their bytes over their time beyond the case's
-    fastest candidate."""
+    """One program's bandwidth (read + write, GB/s): the median, over the pointer kernels of
+    copies whose program moves at least SERIAL_PROBE_BYTES, of their bytes over their time
+    beyond the case's fastest candidate (a gather's programs read rows at random, which this
+    figure is not about)."""
     from statistics import median
 
     rates = [r["program_bytes"][s] / (t - min(r["us"].values())) / 1e3
-             for r in rows for s, t in r["us"].items()
+             for r in rows if r["kind"] == "copy" for s, t in r["us"].items()
              if s in ("direct", "staged_smem") and r["program_bytes"].get(s, 0) >= SERIAL_PROBE_BYTES
              and t > min(r["us"].values())]
     if not rates:

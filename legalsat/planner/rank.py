@@ -26,7 +26,13 @@ def launch_bound(p: Plan, facts: CostFacts) -> bool:
 
 
 def longest_program_bytes(p: Plan) -> int:
-    """What the plan's largest program reads (and as much it writes)."""
+    """What the plan's largest program reads (and as much it writes): a gather's program moves
+    its rows' slabs (an index-major one its entries x slab step), a copy's its piece's tile."""
+    if p.gather is not None:
+        core = p.pieces[0] if p.pieces else None
+        if core is not None and len(core.tile) == 2:  # index-major: (entries, slab elements)
+            return core.tile[0] * core.tile[1] * core.element_bytes
+        return p.gather.rows_per_program * p.gather.slab_bytes
     return max((piece.program_bytes for piece in p.pieces), default=0)
 
 

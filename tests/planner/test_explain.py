@@ -88,3 +88,13 @@ def test_a_launch_bound_plan_ranked_below_a_higher_estimate_says_why():
     assert "launch-bound plans rank by estimate + largest program" in staged["explain"][1]
     assert "largest program: 24.0 KiB read and written alone at 74 GB/s adds 0.66 us to its launch" in staged["explain"]
     assert "TMA pipelines and warp shuffles come after the pointer kernels" in tma["explain"][1]
+
+
+def test_a_gathers_largest_program_is_its_rows():
+    """A launch-bound gather's program moves its rows' slabs: 64 rows of 128 bytes."""
+    out = optimize({"op": {"kind": "gather", "src": {"dtype": "float32", "shape": [700, 32], "strides": [32, 1]},
+                           "axis": 0, "index": {"count": 1000, "distribution": "warp_local"}},
+                    "options": {"explain": True}})
+    direct = _plan(out, "direct")
+    assert direct["gather"]["rows_per_program"] == 64 and direct["gather"]["slab_bytes"] == 128
+    assert any(line.startswith("largest program: 8.0 KiB read and written alone") for line in direct["explain"])
