@@ -137,7 +137,7 @@ def residuals(meas: dict, est: dict) -> list[tuple[str, str, float, float]]:
 
 def regrets(entries: dict, meas: dict, est: dict, order: dict[str, list[str]]) -> dict[str, dict]:
     """Per workload: the planner's first plan (the first of `order` that was measured: the
-    planner's own ranking, `legalsat.planner.optimize.plan_rank`), its time, the best time."""
+    planner's own ranking, `legalsat.planner.rank.plan_rank`), its time, the best time."""
     out = {}
     for wname in entries:
         cands = {s: v for (w, s), v in est.items() if w == wname and (w, s) in meas}

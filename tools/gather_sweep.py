@@ -4,9 +4,10 @@
     python -m tools.gather_sweep [NAME ...]   # on the GPU machine; writes $OUT/gather_sweep.json
     python -m tools.gather_sweep --shapes 1024x1,1024x2 --rounds 3 NAME   # only these (entries x
         slab step), each measured in 3 rounds (interleaved, so drift shows)
-    python -m tools.gather_sweep --row-gathers [--rounds 5] NAME ...   # row gathers: rows per
-        program x warps, timed in interleaved rounds with torch.compile and a same-size copy_
-        (writes $OUT/row_gather_sweep.json)
+    python -m tools.gather_sweep --row-gathers [--rounds 5] [--processes 2] NAME ...   # row
+        gathers: rows per program x warps, timed in interleaved rounds with torch.compile and a
+        same-size copy_, in fresh processes (writes $OUT/row_gather_sweep.json: one list of
+        rows per process)
 
 For every workload of benchmarks/kernel_plans.json whose first plan is an index-major gather
 (its piece tile is (entries, slab elements)), the plan's kernel is re-emitted with each
@@ -18,6 +19,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -32,7 +34,7 @@ LONG_ROW_SHAPES = ((1, 4), (1, 8), (1, 16), (2, 4), (2, 8), (2, 16), (4, 8), (4,
 SLAB_STEPS = (8192, 16384, 65536)
 
 
-def row_gathers(names: list[str], rounds: int) -> None:
+def row_gathers(names: list[str], rounds: int) -> list[dict]:
     """Each named workload's direct row gather with every (rows per program, warps) of
     ROW_SHAPES (LONG_ROW_SHAPES for rows over 128 bytes, and the planned shape with each of
     SLAB_STEPS bytes a slab step), bit-exact, timed together with the plan as planned,
@@ -64,8 +66,9 @@ def row_gathers(names: list[str], rounds: int) -> None:
         shapes += [(*planned, st) for st in SLAB_STEPS] if long else []
         for rows, warps, slab_step in [(*planned, step), *shapes]:
             p = copy.deepcopy(base)
-            p["gather"]["rows_per_program"] = p["pieces"][0]["tile"][0] = rows
-            p["num_warps"] = p["pieces"][0]["num_warps"] = warps
+            p["gather"]["rows_per_program"], p["num_warps"] = rows, warps
+            for piece in p["pieces"]:  # one kernel per piece, each with the plan's rows
+                piece["tile"][0], piece["num_warps"] = rows, warps
             direct.SLAB_STEP_BYTES = slab_step  # read when the kernel is emitted
             try:
                 k = build_kernel(p, variant="tl")
@@ -85,19 +88,35 @@ def row_gathers(names: list[str], rounds: int) -> None:
             print(f"{name[:40]:40s} {label:22s} {1e3 * ms:8.1f} us  x compile {times[0] / ms:.3f}", flush=True)
         del a, b, peer
         torch._dynamo.reset()
-    out = Path(os.environ.get("OUT", "."))
-    (out / "row_gather_sweep.json").write_text(json.dumps(rows_out, indent=1) + "\n")
+    return rows_out
+
+
+def _option(args: list[str], name: str, default: int) -> int:
+    """The integer after `name` in `args` (removed from it with its value), or `default`."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    value = int(args[i + 1])
+    del args[i:i + 2]
+    return value
 
 
 def main() -> None:
-    if "--row-gathers" in sys.argv:
-        args = [a for a in sys.argv[1:] if a != "--row-gathers"]
-        rounds = 5
-        if "--rounds" in args:
-            i = args.index("--rounds")
-            rounds = int(args[i + 1])
-            del args[i:i + 2]
-        row_gathers(args, rounds)
+    if "--row-gathers" in sys.argv or "--one" in sys.argv:
+        args = [a for a in sys.argv[1:] if a not in ("--row-gathers", "--one")]
+        rounds, processes = _option(args, "--rounds", 5), _option(args, "--processes", 2)
+        if "--one" in sys.argv:
+            print(json.dumps(row_gathers(args, rounds)))
+            return
+        runs = []
+        for n in range(processes):  # each in a fresh process: code placement and clocks are its own
+            done = subprocess.run([sys.executable, "-m", "tools.gather_sweep", "--one", "--rounds", str(rounds),
+                                   *args], capture_output=True, text=True, check=True)
+            sys.stdout.write("\n".join(done.stdout.splitlines()[:-1]) + "\n")
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+            print(f"process {n + 1} of {processes} done", flush=True)
+        out = Path(os.environ.get("OUT", "."))
+        (out / "row_gather_sweep.json").write_text(json.dumps({"processes": runs}, indent=1) + "\n")
         return
     from benchmarks.measure import timed
     from legalsat.clients.triton import build_kernel

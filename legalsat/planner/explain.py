@@ -20,8 +20,17 @@ import dataclasses
 import math
 
 from legalsat.planner.plan import Piece, Plan
-from legalsat.planner.rank import FIXED_LATENCY, launch_bound, longest_program_bytes, longest_program_us
+from legalsat.planner.rank import (
+    FIXED_LATENCY,
+    LAUNCH_BOUND,
+    launch_bound,
+    longest_program_bytes,
+    longest_program_us,
+    plan_rank,
+)
 from legalsat.planner.request import PlanRequest
+from legalsat.planner.solve import ROWS_BLOCK_BYTES, SHORT_ROW_BYTES, SHORT_ROWS_BLOCK_BYTES, SHORT_ROWS_WARPS
+from legalsat.terms.integers import pow2_at_most
 from legalsat.terms.strategy import Strategy
 
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
@@ -117,15 +126,19 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float, first:
     if bound and p.pieces:
         facts.append(f"largest program: {_fmt_bytes(longest_program_bytes(p))} read and written alone at "
                      f"{c.program_gbps} GB/s adds {longest_program_us(p, c):.2f} us to its launch")
+    rule = f"plans within {LAUNCH_BOUND:g} x one launch rank by estimate + largest program"
     if rank == 0:
         standing = f"ranked 1st of {of}" + (" (the only plan)" if of == 1 else "")
+        if bound and of > 1:
+            standing += f": {rule}, {plan_rank(p, c)[2]:.3f} us"
     elif bound and launch_bound(first, c):
-        key, first_key = us + longest_program_us(p, c), first.cost.estimated_us + longest_program_us(first, c)
-        standing = (f"ranked {rank + 1} of {of}: launch-bound plans rank by estimate + largest program, "
-                    f"{key:.3f} us against the first plan's {first_key:.3f}")
+        key, first_key = plan_rank(p, c)[2], plan_rank(first, c)[2]
+        standing = f"ranked {rank + 1} of {of}: {rule}, {key:.3f} us against the first plan's {first_key:.3f}"
         if p.strategy in FIXED_LATENCY and first.strategy not in FIXED_LATENCY:
             standing += ("; TMA pipelines and warp shuffles come after the pointer kernels (their set-up "
                          "and exchange rounds are a fixed latency)")
+        elif round(key, 3) == round(first_key, 3):
+            standing += " (a tie: the order the e-graph offered the strategies decides)"
     else:
         standing = f"ranked {rank + 1} of {of}: +{us - best_us:.2f} us ({us / best_us - 1:.0%}) over the best" \
             if best_us else f"ranked {rank + 1} of {of}"
@@ -150,9 +163,11 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
     if p.gather is not None:  # a gather's program takes rows (index entries) of one slab each
         g = p.gather
         rows_bytes = g.rows_per_program * g.slab_bytes
+        cap = SHORT_ROWS_BLOCK_BYTES if g.slab_bytes <= SHORT_ROW_BYTES else ROWS_BLOCK_BYTES
         why = (f"the {g.index_count} entries" if g.rows_per_program >= g.index_count else
-               f"{g.rows_per_program} x {g.slab_bytes} B = {_fmt_bytes(rows_bytes)} per program (at most 32 KiB, "
-               "or one slab)")
+               f"{g.rows_per_program} x {g.slab_bytes} B = {_fmt_bytes(rows_bytes)} per program (at most "
+               f"{_fmt_bytes(cap)}" + (f" for rows of at most {SHORT_ROW_BYTES} B" if g.slab_bytes <= SHORT_ROW_BYTES
+                                       else ", or one slab") + ")")
         out.append(f"rows_per_program {g.rows_per_program}: {why}")
         tile = [g.rows_per_program * g.slab_bytes // max(eb, 1)]
     elif len(tile) == 1 and len(extents) != 1 or p.strategy == Strategy.DIRECT and len(tile) == 1:
@@ -186,6 +201,11 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
                if more > p.smem_budget_bytes else "the pipeline's depth cap (more stages do not add bandwidth)")
         out.append(f"stages {p.smem.stages} ({_fmt_bytes(int(per))} each): {why}")
     tile_bytes = math.prod(tile) * eb
+    if p.gather is not None and p.gather.slab_bytes <= SHORT_ROW_BYTES:  # solve_rows' short rows
+        if p.num_warps == pow2_at_most(min(SHORT_ROWS_WARPS, tile_bytes // 1024)):
+            out.append(f"num_warps {p.num_warps}: by the program's {_fmt_bytes(tile_bytes)} (32 bytes a thread, "
+                       f"at most {SHORT_ROWS_WARPS} warps)")
+        return out
     by_bytes = 16 if tile_bytes >= 65536 and p.strategy == Strategy.STAGED_SMEM else 4 if tile_bytes <= 8192 else 8
     if p.num_warps == by_bytes:  # the warps rule of legalsat.planner.solve (TMA plans choose otherwise)
         out.append(f"num_warps {p.num_warps}: by the tile's {_fmt_bytes(tile_bytes)} (4 warps up to 8 KiB, 8 beyond, "

@@ -84,8 +84,9 @@ class Piece:
 
     @property
     def program_bytes(self) -> int:
-        """Bytes one program reads (and as many it writes): its tile within the piece's
-        extents (a direct copy's flat block within the piece's elements)."""
+        """Bytes one program of a copy piece reads (and as many it writes): its tile within the
+        piece's extents (a direct copy's flat block within the piece's elements). A gather
+        piece's tile counts index entries: see `legalsat.planner.rank.longest_program_bytes`."""
         extents = [d.extent for d in self.dims]
         if len(self.tile) == len(extents):
             elems = 1

@@ -7,6 +7,8 @@ under the same facts always come in the same order.
 
 from __future__ import annotations
 
+import math
+
 from legalsat.planner.plan import Plan
 from legalsat.targets.base import CostFacts
 from legalsat.terms.strategy import Strategy
@@ -26,14 +28,21 @@ def launch_bound(p: Plan, facts: CostFacts) -> bool:
 
 
 def longest_program_bytes(p: Plan) -> int:
-    """What the plan's largest program reads (and as much it writes): a gather's program moves
-    its rows' slabs (an index-major one its entries x slab step), a copy's its piece's tile."""
-    if p.gather is not None:
-        core = p.pieces[0] if p.pieces else None
-        if core is not None and len(core.tile) == 2:  # index-major: (entries, slab elements)
-            return core.tile[0] * core.tile[1] * core.element_bytes
-        return p.gather.rows_per_program * p.gather.slab_bytes
-    return max((piece.program_bytes for piece in p.pieces), default=0)
+    """What the plan's largest program reads (and as much it writes): a copy's piece tile
+    (`Piece.program_bytes`); a row gather's rows (at most its entries) of one piece's slab, each
+    piece being a kernel of its own; an index-major gather's entries x slab step."""
+    g = p.gather
+    if g is None:
+        return max((piece.program_bytes for piece in p.pieces), default=0)
+    most = 0
+    for piece in p.pieces:
+        slab = math.prod(d.extent for d in piece.dims)
+        if len(piece.tile) == 2:  # index-major: (entries, slab elements)
+            elems = min(piece.tile[0], g.index_count) * min(piece.tile[1], slab)
+        else:
+            elems = min(g.rows_per_program, g.index_count) * slab
+        most = max(most, elems * piece.element_bytes)
+    return most
 
 
 def longest_program_us(p: Plan, facts: CostFacts) -> float:
@@ -48,9 +57,9 @@ def plan_rank(p: Plan, facts: CostFacts) -> tuple:
     (`longest_program_us`): at these sizes the launch hides the bandwidth, and what is left
     is one program's serial work. Timed on the H100 (tools/launch_bound_sweep.py: device time
     from CUDA graphs, 1.2-2.5 us per kernel), this order's first plan was within 3 % of the
-    fastest on 20 of the 22 small benchmark cases and on all 24 random small transposes and
-    permutes held out from the rule (the direct copy first before it: 16 of 22, 16 of 24,
-    up to 56 % behind)."""
+    fastest on 14 of the 16 small benchmark cases that have more than one launch-bound plan and
+    on all 14 such cases among 24 random small transposes and permutes held out from the rule
+    (the direct copy first before it: 10 of 16 and 6 of 14, up to 56 % behind)."""
     if not launch_bound(p, facts):
         return (True, False, p.cost.estimated_us)
     return (False, p.strategy in FIXED_LATENCY, p.cost.estimated_us + longest_program_us(p, facts))

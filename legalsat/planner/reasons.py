@@ -52,20 +52,28 @@ def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
 def tile_inner_reasons(m: LoadTile) -> list[Diagnostic]:
     """Why a tile's extent along the source's contiguous dim keeps its boxes out of TMA: a box
     holds whole 16-byte units there, and the tile walk's boxes start at multiples of the tile,
-    which the hardware needs on 16-byte boundaries."""
+    which the hardware needs on 16-byte boundaries. A tile holding the whole dim exactly is
+    left to the descriptor's own rules (its rows may merge with the next dim's)."""
     es = m.src.esize
     out = []
     for k, (n, s, t) in enumerate(zip(m.src.shape, m.src.strides, m.tile)):
-        if s != 1 or n == 1 or t == 1 or (t * es) % 16 == 0 or 16 % es:
+        if s != 1 or t == n or (t * es) % 16 == 0:
             continue
         unit = 16 // es
         fits = [v for v in (t // unit * unit, t // unit * unit + unit) if v > 0]
-        out.append(Code.INNER_BOX_16B.at(
-            f"op.tile[{k}] is {t} elements ({t * es} bytes) along op.src's contiguous dim: a TMA box holds whole "
-            "16-byte units there, and a box that starts off a 16-byte boundary faults (on the H100 a TMA load or "
-            "store at such a start is an illegal instruction: tools/tma_offset_probe.py)",
-            f"make op.tile[{k}] a multiple of {unit} elements ({' or '.join(map(str, fits))}), or use the plan's "
-            "direct candidate", field=f"op.tile[{k}]"))
+        if t > n:  # one box start along the dim (at 0): the box's width is what does not fit
+            message = (f"op.tile[{k}] is {t} elements ({t * es} bytes) along op.src's contiguous dim of {n}: a "
+                       "TMA box holds whole 16-byte units there")
+            fix = f"make op.tile[{k}] {n} (the whole dim)" + "".join(
+                f" or a multiple of {unit} ({' or '.join(map(str, more))})" for more in [[v for v in fits if v != n]]
+                if more)
+        else:
+            message = (f"op.tile[{k}] is {t} element{'s' if t > 1 else ''} ({t * es} bytes) along op.src's "
+                       "contiguous dim: a TMA box holds whole 16-byte units there, and a box that starts off a "
+                       "16-byte boundary faults (on the H100 a TMA load or store at such a start is an illegal "
+                       "instruction: tools/tma_offset_probe.py)")
+            fix = f"make op.tile[{k}] a multiple of {unit} elements ({' or '.join(map(str, fits))})"
+        out.append(Code.INNER_BOX_16B.at(message, fix + ", or use the plan's direct candidate", field=f"op.tile[{k}]"))
     return out
 
 

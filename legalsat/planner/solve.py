@@ -435,17 +435,19 @@ def solve_index_major(count: int, element_bytes: int, slab_elems: int) -> RowFie
 
 
 # a gather of short rows (at most SHORT_ROW_BYTES) moves up to SHORT_ROWS_BLOCK_BYTES per program,
-# 32 bytes (two 16-byte vectors) a thread, at most SHORT_ROWS_WARPS warps. Measured on the H100 (tools/gather_sweep.py
+# 32 bytes a thread, at most SHORT_ROWS_WARPS warps (the shuffle and inspector gathers' programs
+# take the same rows). Measured on the H100 (tools/gather_sweep.py
 # --row-gathers, two processes, interleaved with torch.compile): 4M rows of 128 B, random /
 # sorted / warp-local, 64 rows of 8 warps 391.4 / 311.6 / 321.9 us against 256 rows (32 KiB)
 # 395.1 / 319.6 / 326.0 and torch.compile 395.2 / 316.5 / 325.0; 4M rows of 64 B, 128 rows
 # 237.9 us against 512 rows 238.4, torch.compile 239.0
 SHORT_ROW_BYTES = 128
 SHORT_ROWS_BLOCK_BYTES = 8192
+ROWS_BLOCK_BYTES = 32768  # longer rows: the embeddings, KV pages and MoE rows swept the same way
 SHORT_ROWS_WARPS = 8
 
 
-def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = 32768) -> RowFields:
+def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = ROWS_BLOCK_BYTES) -> RowFields:
     """Rows (index entries) per program of a gather: as many as fit `max_block_bytes`
     (`SHORT_ROWS_BLOCK_BYTES`, 32 bytes a thread, for rows of at most `SHORT_ROW_BYTES`)."""
     short = slab_bytes <= SHORT_ROW_BYTES

@@ -85,7 +85,8 @@ def test_a_launch_bound_plan_ranked_below_a_higher_estimate_says_why():
                     "options": {"explain": True}})
     first, staged, tma = (_plan(out, s) for s in ("direct", "staged_smem", "tma"))
     assert out["plans"][0] is first and staged["cost"]["estimated_us"] < first["cost"]["estimated_us"]
-    assert "launch-bound plans rank by estimate + largest program" in staged["explain"][1]
+    assert "plans within 1.1 x one launch rank by estimate + largest program" in staged["explain"][1]
+    assert first["explain"][1].startswith("ranked 1st of 3: plans within 1.1 x one launch rank by estimate + largest")
     assert "largest program: 24.0 KiB read and written alone at 74 GB/s adds 0.66 us to its launch" in staged["explain"]
     assert "TMA pipelines and warp shuffles come after the pointer kernels" in tma["explain"][1]
 

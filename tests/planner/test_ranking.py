@@ -38,16 +38,18 @@ def test_a_launch_bound_transpose_held_by_one_program_is_copied_directly():
     assert plans[0]["strategy"] == "direct" and plans[-1]["strategy"] == "tma"
 
 
-@pytest.mark.parametrize("file, cases, graph_near, eager_near, eager_worst", [
-    ("launch_bound_sweep", None, 20, 20, 1.06),
+@pytest.mark.parametrize("file, cases, graph_near, graph_ruled, eager_near, eager_worst", [
+    ("launch_bound_sweep", None, 20, 14, 20, 1.06),
     # 24 random small transposes and permutes no rule was fitted on (seed 7)
-    ("launch_bound_heldout", "launch_bound_heldout_cases.json", 24, 22, 1.12),
+    ("launch_bound_heldout", "launch_bound_heldout_cases.json", 24, 14, 22, 1.12),
 ])
-def test_recorded_launch_bound_sweeps_replayed(file, cases, graph_near, eager_near, eager_worst):
+def test_recorded_launch_bound_sweeps_replayed(file, cases, graph_near, graph_ruled, eager_near, eager_worst):
     """Every candidate of small movements timed on the H100 (device time from CUDA graphs, and
     eager launches in three fresh processes), replayed against the planner's order now: its
-    first plan is within 3 % of the fastest on as many cases as when the rule was adopted (the
-    direct-first rule before it: 16 of 22 and 16 of 24 in device time)."""
+    first plan is within 3 % of the fastest on as many cases as when the rule was adopted, in
+    all and in those with more than one launch-bound plan, which the order decides (the
+    direct-first rule before it, in device time: 16 of 22 and 10 of those 16; 16 of 24 and 6
+    of those 14)."""
     from tools.launch_bound_sweep import RECORDED, replay
 
     path = RECORDED / cases if cases else None
@@ -55,6 +57,7 @@ def test_recorded_launch_bound_sweeps_replayed(file, cases, graph_near, eager_ne
     eager = replay(json.loads((RECORDED / f"{file}.json").read_text()), path)
     assert len(graph) == len(eager) >= 22
     assert sum(r["regret"] <= 1.03 for r in graph) >= graph_near and max(r["regret"] for r in graph) <= 1.16
+    assert sum(r["regret"] <= 1.03 for r in graph if r["launch_bound_plans"] > 1) >= graph_ruled
     assert sum(r["regret"] <= 1.03 for r in eager) >= eager_near and max(r["regret"] for r in eager) <= eager_worst
 
 

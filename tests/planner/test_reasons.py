@@ -8,9 +8,10 @@ import pytest
 from legalsat.api import optimize
 
 
-def _tma_reasons(tile: list[int], shape: list[int], dtype: str) -> list[dict]:
+def _tma_reasons(tile: list[int], shape: list[int], dtype: str, base_align: int = 16) -> list[dict]:
     out = optimize({"op": {"kind": "load_tile", "tile": tile, "consumer": "rows",
-                           "src": {"dtype": dtype, "shape": shape, "strides": [shape[1], 1]}}})
+                           "src": {"dtype": dtype, "shape": shape, "strides": [shape[1], 1],
+                                   "base_align": base_align}}})
     assert [p["strategy"] for p in out["plans"]] == ["direct"]
     return next(r for r in out["rejected"] if r["strategy"] == "tma")["reasons"]
 
@@ -20,6 +21,7 @@ def _tma_reasons(tile: list[int], shape: list[int], dtype: str) -> list[dict]:
     ([8, 36], [64, 1000], "bfloat16", "32 or 40"),
     ([64, 24], [64, 96], "uint8", "16 or 32"),
     ([16, 5], [64, 96], "float32", "4 or 8"),
+    ([64, 1], [64, 96], "bfloat16", "(8)"),
 ])
 def test_a_tile_off_16_bytes_along_the_contiguous_dim_says_so(tile, shape, dtype, fits):
     """The tile walk's boxes would start at multiples of the tile's contiguous extent, which a
@@ -27,7 +29,7 @@ def test_a_tile_off_16_bytes_along_the_contiguous_dim_says_so(tile, shape, dtype
     the reason names the tile's field and the extents that would do."""
     (reason,) = _tma_reasons(tile, shape, dtype)
     assert reason["rule"] == "inner_box_16B"
-    assert reason["message"].startswith(f"op.tile[1] is {tile[1]} elements")
+    assert reason["message"].startswith(f"op.tile[1] is {tile[1]} element")
     assert fits in reason["fix"] and "op.tile[1]" in reason["fix"]
 
 
@@ -35,3 +37,20 @@ def test_a_tile_on_16_bytes_keeps_its_tma_plan():
     out = optimize({"op": {"kind": "load_tile", "tile": [64, 60], "consumer": "rows",
                            "src": {"dtype": "float32", "shape": [512, 600], "strides": [600, 1]}}})
     assert out["plans"][0]["strategy"] == "tma"
+
+
+def test_a_tile_past_the_contiguous_dim_names_its_width():
+    """[16, 36] of a [64, 32] bf16 tensor: one box start along the dim; the box's 72 bytes are
+    what does not fit."""
+    (reason,) = _tma_reasons([16, 36], [64, 32], "bfloat16")
+    assert reason["rule"] == "inner_box_16B" and "contiguous dim of 32" in reason["message"]
+    assert "faults" not in reason["message"]
+    assert reason["fix"].startswith("make op.tile[1] 32 (the whole dim) or a multiple of 8 (40)")
+
+
+def test_a_tile_holding_the_whole_dim_is_left_to_the_descriptor_rules():
+    """[16, 12] of a [64, 12] bf16 tensor: the tile's rows merge into one run; at an 8-byte base
+    the descriptor's own rules say why TMA is out, not the tile's 24 bytes."""
+    reasons = _tma_reasons([16, 12], [64, 12], "bfloat16", base_align=8)
+    assert "inner_box_16B" not in {r["rule"] for r in reasons}
+    assert "global_address.align" in {r["rule"] for r in reasons}

@@ -105,8 +105,8 @@ def test_index_major_gather_takes_one_row_of_entries_per_program():
 
 
 def test_short_gather_rows_take_8_KiB_per_program_over_8_warps():
-    """Rows of at most 128 bytes: two 16-byte vectors a thread (4M random, sorted and
-    warp-local rows of 128 B ran 1-2.5 % faster so than 32 KiB programs on the H100, ahead of
+    """Rows of at most 128 bytes: 32 bytes a thread (4M random, sorted and warp-local rows of
+    128 B ran 0.8-2.5 % faster this way than in 32 KiB programs on the H100, ahead of
     torch.compile; tools/gather_sweep.py --row-gathers); longer rows keep 32 KiB."""
     from legalsat.planner.solve import solve_rows
 
