@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -91,30 +90,16 @@ def row_gathers(names: list[str], rounds: int) -> list[dict]:
     return rows_out
 
 
-def _option(args: list[str], name: str, default: int) -> int:
-    """The integer after `name` in `args` (removed from it with its value), or `default`."""
-    if name not in args:
-        return default
-    i = args.index(name)
-    value = int(args[i + 1])
-    del args[i:i + 2]
-    return value
-
-
 def main() -> None:
+    from tools.sweep import in_fresh_processes, option
+
     if "--row-gathers" in sys.argv or "--one" in sys.argv:
         args = [a for a in sys.argv[1:] if a not in ("--row-gathers", "--one")]
-        rounds, processes = _option(args, "--rounds", 5), _option(args, "--processes", 2)
+        rounds, processes = option(args, "--rounds", 5), option(args, "--processes", 2)
         if "--one" in sys.argv:
             print(json.dumps(row_gathers(args, rounds)))
             return
-        runs = []
-        for n in range(processes):  # each in a fresh process: code placement and clocks are its own
-            done = subprocess.run([sys.executable, "-m", "tools.gather_sweep", "--one", "--rounds", str(rounds),
-                                   *args], capture_output=True, text=True, check=True)
-            sys.stdout.write("\n".join(done.stdout.splitlines()[:-1]) + "\n")
-            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            print(f"process {n + 1} of {processes} done", flush=True)
+        runs = in_fresh_processes("tools.gather_sweep", ["--one", "--rounds", str(rounds), *args], processes)
         out = Path(os.environ.get("OUT", "."))
         (out / "row_gather_sweep.json").write_text(json.dumps({"processes": runs}, indent=1) + "\n")
         return

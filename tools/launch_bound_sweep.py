@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -67,12 +66,11 @@ def one_process(rounds: int, graph: bool = False, cases: Path | None = None) -> 
             fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
         try:
             ms = timed_together(fns, repeats=rounds, graph=graph)
-        except Exception as e:  # noqa: BLE001 - a plan that syncs with the host (an inspector) cannot be captured
-            out[name] = {"plans": labels, "error": f"{type(e).__name__}: {str(e)[:200]}"}
-            continue
-        out[name] = {"plans": labels, "estimated_us": [p["cost"]["estimated_us"] for p in resp["plans"]],
-                     "us": [round(t * 1000, 3) for t in ms]}
-        del inp, want
+            out[name] = {"plans": labels, "estimated_us": [p["cost"]["estimated_us"] for p in resp["plans"]],
+                         "us": [round(t * 1000, 3) for t in ms]}
+        except Exception as err:  # noqa: BLE001 - a plan that syncs with the host (an inspector) cannot be captured
+            out[name] = {"plans": labels, "error": f"{type(err).__name__}: {str(err)[:200]}"}
+        del inp, want, fns
     return out
 
 
@@ -90,6 +88,7 @@ def replay(runs: list[dict], cases: Path | None = None) -> list[dict]:
     from legalsat.planner.optimize import optimize
     from legalsat.planner.rank import launch_bound, longest_program_bytes
     from legalsat.schemas.optimize import parse_request
+    from legalsat.terms.strategy import Strategy
     from legalsat.testing.workloads import Workload
 
     known = {name: Workload(**e["workload"]) for name, e in sweep_entries(cases).items()}
@@ -103,9 +102,15 @@ def replay(runs: list[dict], cases: Path | None = None) -> list[dict]:
         plans = optimize(req).plans
         program = {p.strategy.value: 2 * longest_program_bytes(p) for p in plans}
         lead = plans[0].strategy.value
-        bound = sum(launch_bound(p, req.target.cost) for p in plans)
+        facts = req.target.cost
+        bound = sum(launch_bound(p, facts) for p in plans)
+        # the order before plan_rank: the direct copy first among launch-bound plans, else by estimate
+        direct_first = min(plans, key=lambda p: (not launch_bound(p, facts),
+                                                 launch_bound(p, facts) and p.strategy is not Strategy.DIRECT,
+                                                 p.cost.estimated_us)).strategy.value
         rows.append({"case": name, "kind": plans[0].kind.value, "first": lead, "us": us, "program_bytes": program,
-                     "launch_bound_plans": bound, "regret": us[lead] / min(us.values())})
+                     "launch_bound_plans": bound, "regret": us[lead] / min(us.values()),
+                     "direct_first_regret": us[direct_first] / min(us.values())})
     return rows
 
 
@@ -163,6 +168,7 @@ def plan_heldout(seed: int, count: int) -> None:
 def report(write: bool) -> None:
     from legalsat.targets.calibration import cost_path
 
+    replayed: dict[str, list[dict]] = {}
     for file, cases in SWEEPS:
         if not (RECORDED / file).exists():
             continue
@@ -172,10 +178,14 @@ def report(write: bool) -> None:
         print(f"{file}: the planner's first plan within 3 % of the fastest on {near} of {len(rows)} cases, "
               f"worst {max(r['regret'] for r in rows):.3f}; of the {len(ruled)} with more than one launch-bound "
               f"plan, {sum(r['regret'] <= 1.03 for r in ruled)}")
+        print(f"  the direct copy first instead: {sum(r['direct_first_regret'] <= 1.03 for r in rows)} of "
+              f"{len(rows)}, worst {max(r['direct_first_regret'] for r in rows):.3f}; of those "
+              f"{len(ruled)}, {sum(r['direct_first_regret'] <= 1.03 for r in ruled)}")
         for r in rows:
             if r["regret"] > 1.03:
                 print(f"  {r['case']}: {r['first']} {r['us'][r['first']]:.2f} us, fastest {min(r['us'].values()):.2f}")
-    gbps = fit_program_gbps(replay(json.loads((RECORDED / "launch_bound_sweep_cudagraph.json").read_text())))
+        replayed[file] = rows
+    gbps = fit_program_gbps(replayed["launch_bound_sweep_cudagraph.json"])
     print(f"program_gbps = {gbps}")
     if write:
         path = cost_path("sm90")
@@ -186,28 +196,25 @@ def report(write: bool) -> None:
 
 
 def main() -> None:
+    from tools.sweep import in_fresh_processes, option
+
     argv = sys.argv[1:]
     if argv and argv[0] == "report":
         report("--write" in argv)
         return
     if argv and argv[0] == "plan-heldout":
-        plan_heldout(int(argv[argv.index("--seed") + 1]) if "--seed" in argv else 7,
-                     int(argv[argv.index("--count") + 1]) if "--count" in argv else 24)
+        args = argv[1:]
+        plan_heldout(option(args, "--seed", 7), option(args, "--count", 24))
         return
     graph = "--cudagraph" in argv
     cases = Path(argv[argv.index("--cases") + 1]) if "--cases" in argv else None
     if argv and argv[0] == "--one":
         print(json.dumps(one_process(int(argv[1]), graph, cases)))
         return
-    procs = int(argv[argv.index("--processes") + 1]) if "--processes" in argv else 3
-    rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 31
-    runs = []
-    for n in range(procs):
-        done = subprocess.run([sys.executable, "-m", "tools.launch_bound_sweep", "--one", str(rounds),
-                               *(["--cudagraph"] if graph else []), *(["--cases", str(cases)] if cases else [])],
-                              capture_output=True, text=True, check=True)
-        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        print(f"process {n + 1} of {procs} done", flush=True)
+    args = list(argv)
+    procs, rounds = option(args, "--processes", 3), option(args, "--rounds", 31)
+    runs = in_fresh_processes("tools.launch_bound_sweep", ["--one", str(rounds), *(["--cudagraph"] if graph else []),
+                                                           *(["--cases", str(cases)] if cases else [])], procs)
     out = Path(os.environ.get("OUT", "."))
     stem = "launch_bound_heldout" if cases else "launch_bound_sweep"
     name = f"{stem}_cudagraph.json" if graph else f"{stem}.json"

@@ -1,9 +1,11 @@
 """What the GPU sweeps share: the benchmark's planned workloads, with their inputs and
-PyTorch's answer, one at a time."""
+PyTorch's answer, one at a time; their integer options; running a sweep in fresh processes."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -30,3 +32,27 @@ def workloads(pick: Callable[[dict], dict | None], names: list[str]) -> Iterator
         yield name, base, inp, want
         del inp, want
         torch.cuda.empty_cache()
+
+
+def option(args: list[str], name: str, default: int) -> int:
+    """The integer after `name` in `args` (both removed from it), or `default`."""
+    if name not in args:
+        return default
+    i = args.index(name)
+    value = int(args[i + 1])
+    del args[i:i + 2]
+    return value
+
+
+def in_fresh_processes(module: str, args: list[str], processes: int) -> list:
+    """`python -m module *args` run `processes` times, each in a fresh process (a process's code
+    placement and clocks are its own): the JSON each prints last, its other lines echoed."""
+    runs = []
+    for n in range(processes):
+        done = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, check=True)
+        lines = done.stdout.strip().splitlines()
+        if lines[:-1]:
+            print("\n".join(lines[:-1]), flush=True)
+        runs.append(json.loads(lines[-1]))
+        print(f"process {n + 1} of {processes} done", flush=True)
+    return runs

@@ -4,7 +4,8 @@ descriptor over a flat buffer viewed as [1, N] (legal: 16-byte base, no row stri
 element offset k, for k = 0 .. 16 bytes' worth, each in a fresh process (a fault ends the
 process's CUDA context).
 
-    python -m tools.tma_offset_probe        # GPU machine; prints one line per (op, offset)
+    python -m tools.tma_offset_probe   # GPU machine; one line per (element, op, offset), and
+                                       # $OUT/tma_offset_probe.json
 
 This is what closes the route of storing each misaligned destination row of a transpose
 (a pitch of 50257 bf16) with its own TMA store: the descriptor encodes, but on the H100
@@ -14,6 +15,8 @@ an illegal instruction (README, "Kernels").
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -29,8 +32,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 @gluon.jit
 def store_box(desc, k):
-    buf = gl.allocate_shared_memory(GL_DTYPE, [1, 64], desc.layout)
-    x = gl.full([1, 64], 1, GL_DTYPE, gl.BlockedLayout([1, 2], [1, 32], [1, 1], [1, 0]))
+    buf = gl.allocate_shared_memory({gl_dtype}, [1, 64], desc.layout)
+    x = gl.full([1, 64], 1, {gl_dtype}, gl.BlockedLayout([1, 2], [1, 32], [1, 1], [1, 0]))
     buf.store(x)
     fence_async_shared()
     tma.async_copy_shared_to_global(desc, [0, k], buf)
@@ -39,10 +42,10 @@ def store_box(desc, k):
 
 @gluon.jit
 def load_box(desc, out, k):
-    buf = gl.allocate_shared_memory(GL_DTYPE, [1, 64], desc.layout)
+    buf = gl.allocate_shared_memory({gl_dtype}, [1, 64], desc.layout)
     bar = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     mbarrier.init(bar, count=1)
-    mbarrier.expect(bar, BOX_BYTES)
+    mbarrier.expect(bar, {box_bytes})
     tma.async_copy_global_to_shared(desc, [0, k], bar, buf)
     mbarrier.wait(bar, 0)
     mbarrier.invalidate(bar)
@@ -54,16 +57,16 @@ def load_box(desc, out, k):
 
 def main(op, k):
     n = 4096
-    flat = torch.zeros(1, n, dtype=TORCH_DTYPE, device="cuda")
-    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth=BITS, rank=2)
+    flat = torch.zeros(1, n, dtype={torch_dtype}, device="cuda")
+    layout = gl.NVMMASharedLayout(swizzle_byte_width=0, element_bitwidth={bits}, rank=2)
     desc = TensorDescriptor(flat, [1, n], [n, 1], [1, 64], layout)
     if op == "store":
         store_box[(1,)](desc, k, num_warps=1)
         torch.cuda.synchronize()
         ok = bool((flat[0, k:k + 64] == 1).all()) and int((flat != 0).sum()) == 64
     else:
-        flat.copy_((torch.arange(n, device="cuda") % 251).to(TORCH_DTYPE).view(1, n))
-        out = torch.empty(64, dtype=TORCH_DTYPE, device="cuda")
+        flat.copy_((torch.arange(n, device="cuda") % 251).to({torch_dtype}).view(1, n))
+        out = torch.empty(64, dtype={torch_dtype}, device="cuda")
         load_box[(1,)](desc, out, k, num_warps=1)
         torch.cuda.synchronize()
         ok = torch.equal(out, flat[0, k:k + 64])
@@ -81,20 +84,25 @@ DTYPES = (("uint8", "gl.uint8", "torch.uint8", 1), ("bfloat16", "gl.bfloat16", "
 
 
 def main() -> None:
+    rows = []
     # Gluon compiles a kernel from its source file, so each element type's probe is written to one
-    tmp = Path(tempfile.mkdtemp())
-    for name, gl_dtype, torch_dtype, es in DTYPES:
-        script = tmp / f"tma_offset_{name}.py"
-        script.write_text(SOURCE.replace("GL_DTYPE", gl_dtype).replace("TORCH_DTYPE", torch_dtype)
-                          .replace("BOX_BYTES", str(64 * es)).replace("BITS", str(8 * es)))
-        for op in ("load", "store"):
-            for k in range(16 // es + 1):
-                run = subprocess.run([sys.executable, str(script), op, str(k)], capture_output=True, text=True,
-                                     timeout=120)
-                out = run.stdout.strip().splitlines()
-                err = next((line for line in run.stderr.splitlines() if "Error" in line), run.stderr[-200:])
-                verdict = out[-1] if run.returncode == 0 and out else f"fault: {err.strip()[:120]}"
-                print(f"{op:5s} box [1, 64] {name} at element {k} (byte {es * k:2d}): {verdict}", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, gl_dtype, torch_dtype, es in DTYPES:
+            script = Path(tmp) / f"tma_offset_{name}.py"
+            script.write_text(SOURCE.format(gl_dtype=gl_dtype, torch_dtype=torch_dtype, box_bytes=64 * es,
+                                            bits=8 * es))
+            for op in ("load", "store"):
+                for k in range(16 // es + 1):
+                    run = subprocess.run([sys.executable, str(script), op, str(k)], capture_output=True,
+                                         text=True, timeout=120)
+                    out = run.stdout.strip().splitlines()
+                    err = next((line for line in run.stderr.splitlines() if "Error" in line), run.stderr[-200:])
+                    verdict = out[-1] if run.returncode == 0 and out else f"fault: {err.strip()[:120]}"
+                    rows.append({"element": name, "op": op, "offset_elements": k, "offset_bytes": es * k,
+                                 "verdict": verdict})
+                    print(f"{op:5s} box [1, 64] {name} at element {k} (byte {es * k:2d}): {verdict}", flush=True)
+    out_dir = Path(os.environ.get("OUT", "."))
+    (out_dir / "tma_offset_probe.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -54,3 +54,18 @@ def test_a_tile_holding_the_whole_dim_is_left_to_the_descriptor_rules():
     reasons = _tma_reasons([16, 12], [64, 12], "bfloat16", base_align=8)
     assert "inner_box_16B" not in {r["rule"] for r in reasons}
     assert "global_address.align" in {r["rule"] for r in reasons}
+
+
+def test_recorded_tma_starts_fault_exactly_off_16_bytes():
+    """The H100's answers to TMA boxes started at every offset up to 16 bytes
+    (benchmarks/tma_offset_probe.json, tools/tma_offset_probe.py): exact on 16-byte starts,
+    a fault everywhere else, load and store, for 1-, 2- and 4-byte elements: the boundary the
+    tile reason above refuses TMA at."""
+    import json
+    from pathlib import Path
+
+    rows = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "tma_offset_probe.json").read_text())
+    assert {r["element"] for r in rows} == {"uint8", "bfloat16", "float32"} and {r["op"] for r in rows} == {"load", "store"}
+    for r in rows:
+        assert (r["verdict"] == "exact") == (r["offset_bytes"] % 16 == 0), r
+        assert r["verdict"] == "exact" or "illegal instruction" in r["verdict"], r
