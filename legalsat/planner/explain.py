@@ -24,13 +24,20 @@ from legalsat.planner.rank import (
     FIXED_LATENCY,
     LAUNCH_BOUND,
     launch_bound,
+    launch_key_us,
     longest_program_bytes,
     longest_program_us,
-    plan_rank,
 )
 from legalsat.planner.request import PlanRequest
-from legalsat.planner.solve import ROWS_BLOCK_BYTES, SHORT_ROW_BYTES, SHORT_ROWS_BLOCK_BYTES, SHORT_ROWS_WARPS
-from legalsat.terms.integers import pow2_at_most
+from legalsat.planner.solve import (
+    INDEX_MAJOR_BLOCK_BYTES,
+    INDEX_MAJOR_ENTRIES,
+    INDEX_MAJOR_WARPS,
+    SHORT_ROW_BYTES,
+    SHORT_ROWS_WARPS,
+    rows_block_bytes,
+    rows_warps,
+)
 from legalsat.terms.strategy import Strategy
 
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
@@ -38,8 +45,7 @@ SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
 
 def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan]) -> tuple[Plan, ...]:
     """`plans` (best first) with their explanations."""
-    best = plans[0].cost.estimated_us if plans else 0.0
-    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), best, plans[0]))
+    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0]))
                  for i, p in enumerate(plans))
 
 
@@ -63,7 +69,7 @@ def _runs(piece: Piece) -> tuple[int, int]:
     return run(lambda d: d.src_stride), run(lambda d: d.dst_stride)
 
 
-def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float, first: Plan) -> tuple[str, ...]:
+def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[str, ...]:
     c = req.target.cost
     us = p.cost.estimated_us
     launches = len(p.pieces) + (len(p.gather.inspector.passes) if p.gather and p.gather.inspector else 0)
@@ -130,9 +136,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float, first:
     if rank == 0:
         standing = f"ranked 1st of {of}" + (" (the only plan)" if of == 1 else "")
         if bound and of > 1:
-            standing += f": {rule}, {plan_rank(p, c)[2]:.3f} us"
+            standing += f": {rule}, {launch_key_us(p, c):.3f} us"
     elif bound and launch_bound(first, c):
-        key, first_key = plan_rank(p, c)[2], plan_rank(first, c)[2]
+        key, first_key = launch_key_us(p, c), launch_key_us(first, c)
         standing = f"ranked {rank + 1} of {of}: {rule}, {key:.3f} us against the first plan's {first_key:.3f}"
         if p.strategy in FIXED_LATENCY and first.strategy not in FIXED_LATENCY:
             standing += ("; TMA pipelines and warp shuffles come after the pointer kernels (their set-up "
@@ -140,6 +146,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, best_us: float, first:
         elif round(key, 3) == round(first_key, 3):
             standing += " (a tie: the order the e-graph offered the strategies decides)"
     else:
+        best_us = first.cost.estimated_us
         standing = f"ranked {rank + 1} of {of}: +{us - best_us:.2f} us ({us / best_us - 1:.0%}) over the best" \
             if best_us else f"ranked {rank + 1} of {of}"
     estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us + {_fmt_bytes(p.cost.bytes_moved)} read and "
@@ -160,14 +167,17 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
     eb = core.element_bytes
     extents = [d.extent for d in core.dims]
     tile = list(core.tile)
-    if p.gather is not None:  # a gather's program takes rows (index entries) of one slab each
+    row_gather = p.gather is not None and len(core.tile) == 1
+    if p.gather is not None and not row_gather:  # index-major: (entries, slab elements) a program
+        out.append(f"entries {tile[0]} x slab step {tile[1]}: at most {INDEX_MAJOR_ENTRIES} entries and "
+                   f"{_fmt_bytes(INDEX_MAJOR_BLOCK_BYTES)} per program, {INDEX_MAJOR_WARPS} warps")
+        return out
+    if row_gather:  # a gather's program takes rows (index entries) of one slab each
         g = p.gather
         rows_bytes = g.rows_per_program * g.slab_bytes
-        cap = SHORT_ROWS_BLOCK_BYTES if g.slab_bytes <= SHORT_ROW_BYTES else ROWS_BLOCK_BYTES
         why = (f"the {g.index_count} entries" if g.rows_per_program >= g.index_count else
                f"{g.rows_per_program} x {g.slab_bytes} B = {_fmt_bytes(rows_bytes)} per program (at most "
-               f"{_fmt_bytes(cap)}" + (f" for rows of at most {SHORT_ROW_BYTES} B" if g.slab_bytes <= SHORT_ROW_BYTES
-                                       else ", or one slab") + ")")
+               f"{_fmt_bytes(rows_block_bytes(g.slab_bytes))} for {g.slab_bytes}-byte rows, or one slab)")
         out.append(f"rows_per_program {g.rows_per_program}: {why}")
         tile = [g.rows_per_program * g.slab_bytes // max(eb, 1)]
     elif len(tile) == 1 and len(extents) != 1 or p.strategy == Strategy.DIRECT and len(tile) == 1:
@@ -201,8 +211,8 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
                if more > p.smem_budget_bytes else "the pipeline's depth cap (more stages do not add bandwidth)")
         out.append(f"stages {p.smem.stages} ({_fmt_bytes(int(per))} each): {why}")
     tile_bytes = math.prod(tile) * eb
-    if p.gather is not None and p.gather.slab_bytes <= SHORT_ROW_BYTES:  # solve_rows' short rows
-        if p.num_warps == pow2_at_most(min(SHORT_ROWS_WARPS, tile_bytes // 1024)):
+    if row_gather and p.gather.slab_bytes <= SHORT_ROW_BYTES:  # solve_rows' short rows
+        if p.num_warps == rows_warps(p.gather.slab_bytes, tile_bytes):
             out.append(f"num_warps {p.num_warps}: by the program's {_fmt_bytes(tile_bytes)} (32 bytes a thread, "
                        f"at most {SHORT_ROWS_WARPS} warps)")
         return out

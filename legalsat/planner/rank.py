@@ -51,6 +51,11 @@ def longest_program_us(p: Plan, facts: CostFacts) -> float:
     return 2 * longest_program_bytes(p) / (facts.program_gbps * 1e3)
 
 
+def launch_key_us(p: Plan, facts: CostFacts) -> float:
+    """What a launch-bound plan is ranked by: its estimate plus its largest program alone."""
+    return p.cost.estimated_us + longest_program_us(p, facts)
+
+
 def plan_rank(p: Plan, facts: CostFacts) -> tuple:
     """Plans best first: by estimate; launch-bound plans (`LAUNCH_BOUND`) first, the pointer
     kernels before those of `FIXED_LATENCY`, each by its estimate plus its longest program
@@ -62,4 +67,4 @@ def plan_rank(p: Plan, facts: CostFacts) -> tuple:
     (the direct copy first before it: 10 of 16 and 6 of 14, up to 56 % behind)."""
     if not launch_bound(p, facts):
         return (True, False, p.cost.estimated_us)
-    return (False, p.strategy in FIXED_LATENCY, p.cost.estimated_us + longest_program_us(p, facts))
+    return (False, p.strategy in FIXED_LATENCY, launch_key_us(p, facts))

@@ -447,24 +447,34 @@ ROWS_BLOCK_BYTES = 32768  # longer rows: the embeddings, KV pages and MoE rows s
 SHORT_ROWS_WARPS = 8
 
 
-def solve_rows(slab_bytes: int, vector_bytes: int, count: int, max_block_bytes: int = ROWS_BLOCK_BYTES) -> RowFields:
-    """Rows (index entries) per program of a gather: as many as fit `max_block_bytes`
-    (`SHORT_ROWS_BLOCK_BYTES`, 32 bytes a thread, for rows of at most `SHORT_ROW_BYTES`)."""
-    short = slab_bytes <= SHORT_ROW_BYTES
-    if short:
-        max_block_bytes = min(max_block_bytes, SHORT_ROWS_BLOCK_BYTES)
+def rows_block_bytes(slab_bytes: int) -> int:
+    """The most bytes a row gather's program moves for slabs of `slab_bytes`."""
+    return SHORT_ROWS_BLOCK_BYTES if slab_bytes <= SHORT_ROW_BYTES else ROWS_BLOCK_BYTES
+
+
+def rows_warps(slab_bytes: int, block_bytes: int) -> int:
+    """Warps of a row gather's program moving `block_bytes` of `slab_bytes` slabs: 32 bytes a
+    thread for short rows (at most SHORT_ROWS_WARPS), else the tiles' rule (`warps_for`)."""
+    if slab_bytes <= SHORT_ROW_BYTES:
+        return pow2_at_most(min(SHORT_ROWS_WARPS, block_bytes // 1024))
+    return warps_for(block_bytes)
+
+
+def solve_rows(slab_bytes: int, vector_bytes: int, count: int) -> RowFields:
+    """Rows (index entries) per program of a gather: as many as fit `rows_block_bytes` (one
+    slab when a slab is larger), at most the entries (and 4096); warps by `rows_warps`."""
+    block = rows_block_bytes(slab_bytes)
     within = floor_log2(count - 1) + 1 if count > 1 else 0
-    fit = [e for e in range(min(12, within) + 1) if (1 << e) * slab_bytes <= max(max_block_bytes, slab_bytes)]
+    fit = [e for e in range(min(12, within) + 1) if (1 << e) * slab_bytes <= max(block, slab_bytes)]
     if fit:  # closed form: the most rows both bounds allow
         rows = 1 << fit[-1]
-        warps = pow2_at_most(min(SHORT_ROWS_WARPS, rows * slab_bytes // 1024)) if short else warps_for(rows * slab_bytes)
-        return RowFields(rows, warps, vector_bytes)
+        return RowFields(rows, rows_warps(slab_bytes, rows * slab_bytes), vector_bytes)
     fp = FieldProblem("rows per program")  # unsat: z3's core names the bound
     e = fp.log2_var("rows_log2", 12)
-    fp.require("block_bytes", pow2(e) * slab_bytes <= max(max_block_bytes, slab_bytes),
-               f"more than {max_block_bytes} bytes per program")
+    fp.require("block_bytes", pow2(e) * slab_bytes <= max(block, slab_bytes),
+               f"more than {block} bytes per program")
     fp.require("rows_within_count", e <= floor_log2(count - 1) + 1 if count > 1 else e == 0,
                f"more rows than the {count} indices")
     m = fp.solve([e])
     rows = 1 << m[e].as_long()
-    return RowFields(rows, warps_for(rows * slab_bytes), vector_bytes)
+    return RowFields(rows, rows_warps(slab_bytes, rows * slab_bytes), vector_bytes)

@@ -99,3 +99,13 @@ def test_a_gathers_largest_program_is_its_rows():
     direct = _plan(out, "direct")
     assert direct["gather"]["rows_per_program"] == 64 and direct["gather"]["slab_bytes"] == 128
     assert any(line.startswith("largest program: 8.0 KiB read and written alone") for line in direct["explain"])
+
+
+def test_an_index_major_gathers_limit_is_its_own():
+    """A gather along an inner axis takes (entries, slab step) a program, not rows of a slab:
+    its limit names the index-major shape's bounds, not the row gathers' block."""
+    out = optimize({"op": {"kind": "gather", "src": {"dtype": "float32", "shape": [4, 4096], "strides": [4096, 1]},
+                           "axis": 1, "index": {"count": 1000, "distribution": "random"}},
+                    "options": {"explain": True}})
+    limits = [line for line in _plan(out, "direct")["explain"] if line.startswith("limit")]
+    assert limits == ["limit: entries 1024 x slab step 1: at most 1024 entries and 4.0 KiB per program, 2 warps"]
