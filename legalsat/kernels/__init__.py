@@ -29,37 +29,28 @@ from legalsat.kernels.tma import emit_tma_tl, tma_piece
 from legalsat.kernels.tma_gluon import emit_tma_gluon, gluon_box
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import OptimizeResponse, PlanOut
-from legalsat.schemas.validation import details_from_validation, json_kind
+from legalsat.schemas.validation import details_from_validation, field_path, json_kind
 from legalsat.terms.movement import MovementKind
 from legalsat.terms.strategy import Strategy
 
 VARIANTS = ("tl", "gluon")
 
 
-def validate_plan(obj: object, where: str = "") -> PlanOut:
+def validate_plan(obj: object, where: tuple[str | int, ...] = ()) -> PlanOut:
     """A plan (dict or PlanOut) as the validated model; InputError (`invalid_plan`) naming
-    each field that is not what the planner returns (under `where`, e.g. 'plans[1]', for a
-    plan taken from a response)."""
+    each field that is not what the planner returns (under the path `where`, e.g.
+    ('plans', 1), for a plan taken from a response)."""
     if isinstance(obj, PlanOut):
         return obj
     if not isinstance(obj, dict):
-        raise plan_error(where or "plan", f"the plan is {json_kind(obj)}, not a JSON object",
+        raise plan_error(field_path(where) or "plan", f"the plan is {json_kind(obj)}, not a JSON object",
                          "pass one plan object, or the whole optimize response")
     try:
         return PlanOut.model_validate(obj)
     except ValidationError as e:
-        details = details_from_validation(e)
-        raise InputError([_under(where, d.field, d.message) for d in details]) from None
-
-
-def _under(where: str, field: str | None, message: str):
-    """A plan field's diagnostic, its path (and the path its message opens with) under `where`."""
-    if not where:
-        return plan_error(field or "plan", message).headline
-    path = f"{where}.{field}" if field else where
-    if field and message.startswith(f"{field}:"):
-        message = path + message[len(field):]
-    return plan_error(path, message).headline
+        errors = [{**x, "loc": (*where, *x["loc"])} for x in e.errors(include_url=False)]
+        raise InputError([plan_error(d.field or field_path(where) or "plan", d.message).headline
+                          for d in details_from_validation(errors)]) from None
 
 
 def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
@@ -82,7 +73,7 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
     if not 0 <= plan_index < len(plans):
         raise plan_error("plan_index", f"plan_index {plan_index} is outside the response's {len(plans)} plans",
                          f"use 0..{len(plans) - 1}")
-    return validate_plan(plans[plan_index], f"plans[{plan_index}]"), obj.get("term")
+    return validate_plan(plans[plan_index], ("plans", plan_index)), obj.get("term")
 
 
 def default_variant(plan: PlanOut | dict, sm90: bool) -> str:

@@ -28,7 +28,7 @@ from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict, json_input, shown_int
-from legalsat.schemas.validation import details_from_validation, did_you_mean, json_kind
+from legalsat.schemas.validation import details_from_validation, json_kind
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
@@ -48,13 +48,12 @@ from legalsat.terms.movement import (
     View,
     settle_unit_strides,
 )
-from legalsat.terms.sexpr import op_from_sexp, op_to_sexp
+from legalsat.terms.sexpr import MAX_TERM_CHARS, op_from_sexp, op_to_sexp
 
 Pos = Annotated[StrictInt, Field(ge=1, le=(1 << 62))]
 NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
 MOVABLE_DTYPES = tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)
 MAX_REQUEST_ID = 128  # characters of a request_id
-MAX_TERM_CHARS = 1 << 16  # characters of a term: a rank-16 tile load's takes some 500
 
 
 class ViewIn(Strict):
@@ -303,10 +302,9 @@ def check_request_shape(obj: dict) -> None:
     """What the service checks of a request before it queues it, in time that does not grow
     with the request: its top-level fields are the schema's, and a term is not longer than
     MAX_TERM_CHARS (the rest is checked in a worker). InputError naming the field otherwise."""
-    for key in obj:
-        if key not in OptimizeRequest.model_fields:
-            raise _bad(str(key), f"unknown field {str(key)[:64]!r}{did_you_mean(key, list(OptimizeRequest.model_fields))}",
-                       "remove the field, or check its spelling against the documented names")
+    unknown = [key for key in obj if key not in OptimizeRequest.model_fields]
+    if unknown:  # said as the schema's own validation says it
+        raise InputError(details_from_validation([{"type": "extra_forbidden", "loc": (unknown[0],)}], known_fields=_KNOWN))
     term = obj.get("term")
     if isinstance(term, str) and len(term) > MAX_TERM_CHARS:
         raise _bad("term", f"term: {len(term)} characters; at most {MAX_TERM_CHARS}",
