@@ -110,7 +110,6 @@ class Choice:
     note: str | None
     row_major: bool = True  # the boxes stack in the tile's row-major order
     pow2: bool = True  # every box dim a power of two (what Triton's descriptors take)
-    boxes: int = 1  # boxes of one tile
 
 
 def stage_layout(dims: list[WalkDim], box: tuple[int, ...], es: int, swizzle: Swizzle) -> StageLayout:
@@ -202,7 +201,8 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
     of two, or the whole extent, at most 256), up to the first dim that takes several and one
     outside it, or each dim on its own; with the consumer's verdict on each layout. Boxes of
     fewer than 8 rows are unswizzled; TMA plans whose boxes would land off 128-byte alignment
-    are left out."""
+    are left out, and so are those of more than MAX_TMA_BOXES boxes (Infeasible, `tile_boxes`,
+    when no other is left)."""
     inner_bytes = dims[0].tile * es
     inner = [(sw, sw.span_bytes // es) for sw in (Swizzle.B128, Swizzle.B64, Swizzle.B32)
              if inner_bytes % sw.span_bytes == 0]
@@ -215,7 +215,7 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
     for exact in (False, True):
         for row_major in (True, False):
             outer_choices.setdefault(tuple(_outer_boxes(dims, row_major, exact)), (row_major, not exact))
-    out = []
+    out, fewest_over = [], 0
     for outer, (row_major, pow2) in outer_choices.items():
         inners = inner
         if math.prod(outer) < SWIZZLE_ROWS:  # a swizzle atom is 8 rows: boxes of fewer go unswizzled,
@@ -227,11 +227,17 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
             boxes = math.prod(d.tile // b for d, b in zip(dims, box))
             if strategy is Strategy.TMA and boxes > 1 and math.prod(box) * es % TMA_SMEM_ALIGN:
                 continue  # a box would land off the 128-byte alignment TMA writes to
+            if strategy is Strategy.TMA and boxes > MAX_TMA_BOXES:  # one copy per box, each a protocol line
+                fewest_over = min(fewest_over or boxes, boxes)
+                continue
             layout = stage_layout(dims, box, es, sw)
             ways = stage_read_ways(layout, m.matrix(), m.consumer.kind, m.consumer.major, target)
             wg, note = wgmma_operand(m, layout) if m.consumer.is_wgmma else (None, None)
-            out.append(Choice(sw, box, layout, ways, wg, note, row_major, pow2 or all(b & (b - 1) == 0 for b in box),
-                              boxes))
+            out.append(Choice(sw, box, layout, ways, wg, note, row_major, pow2 or all(b & (b - 1) == 0 for b in box)))
+    if not out and fewest_over:
+        raise Infeasible([Code.TILE_BOXES.at(f"the tile takes at least {fewest_over} TMA boxes per stage (its "
+                                             f"extents {[d.tile for d in dims]}, innermost first); a stage "
+                                             f"issues at most {MAX_TMA_BOXES}")])
     return out
 
 
@@ -340,13 +346,6 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
                                                      "bytes between them in pieces of under 128 bytes")])
         raise Infeasible([Code.INNER_BOX_16B.at(f"the tile's contiguous extent is {dims[0].tile * es} bytes; a TMA "
                                                 "box needs whole 16-byte units")])
-    if strategy is Strategy.TMA:  # one copy instruction per box, each a line of the stage's protocol
-        fewest = min(ch.boxes for ch in choices)
-        if fewest > MAX_TMA_BOXES:
-            raise Infeasible([Code.TILE_BOXES.at(f"the tile takes at least {fewest} TMA boxes per stage (its "
-                                                 f"extents {[d.tile for d in dims]}, innermost first); a stage "
-                                                 f"issues at most {MAX_TMA_BOXES}")])
-        choices = [ch for ch in choices if ch.boxes <= MAX_TMA_BOXES]
     choice, stages = _pick(choices, tile_bytes, smem, m.consumer.is_wgmma)
     broadcast = tuple(k for k in range(m.src.rank) if form.broadcast and m.src.shape[k] > 1 and m.src.strides[k] == 0)
     grid = m.tiles()
