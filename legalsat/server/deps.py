@@ -94,16 +94,33 @@ async def _disconnect(request: Request) -> None:
         pass
 
 
+class Disconnection:
+    """The client's disconnection, watched from the first `future()` on (a request answered
+    from the cache never starts the watch): a task that completes when the client goes, for a
+    route that has read its whole body (nothing else receives then)."""
+
+    def __init__(self, request: Request) -> None:
+        self._request = request
+        self._task: asyncio.Task | None = None
+
+    def future(self) -> asyncio.Future:
+        if self._task is None:
+            self._task = asyncio.ensure_future(_disconnect(self._request))
+        return self._task
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+
 @contextlib.asynccontextmanager
 async def disconnection(request: Request):
-    """A task that completes when the client disconnects, for a route that has read its
-    whole body (nothing else receives then) and waits on the worker pool; cancelled when the
-    route is done."""
-    task = asyncio.ensure_future(_disconnect(request))
+    """A route's `Disconnection`, its watch cancelled when the route is done."""
+    watch = Disconnection(request)
     try:
-        yield task
+        yield watch
     finally:
-        task.cancel()
+        watch.close()
 
 
 def _is_json(content_type: str) -> bool:

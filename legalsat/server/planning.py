@@ -21,7 +21,7 @@ from legalsat.diagnostics import Code
 from legalsat.planner.request import PlanOptions
 from legalsat.schemas.optimize import check_request_id, check_request_shape
 from legalsat.server.cache import call, request_key, splice_request_id
-from legalsat.server.deps import ServiceState
+from legalsat.server.deps import Disconnection, ServiceState
 from legalsat.server.errors import ApiError, deadline, queue_full, shutting_down, worker_lost
 from legalsat.server.pool import DeadlineExceeded, PoolClosed, QueueFull, WorkerLost
 
@@ -71,10 +71,10 @@ def answer_error(status: int, body: bytes, meta: dict) -> ApiError:
     return ApiError.answered(status, json.loads(body))
 
 
-async def plan_one(state: ServiceState, obj: object, gone: asyncio.Future | None = None) -> tuple[bytes, str]:
+async def plan_one(state: ServiceState, obj: object, gone: Disconnection | None = None) -> tuple[bytes, str]:
     """One optimize request -> (response body, "hit" | "miss" | "kept"). Raises ApiError or
-    InputError for everything that is not a plan response. `gone`: completes when the client
-    disconnects (a queued job is then dropped)."""
+    InputError for everything that is not a plan response. `gone`: the client's
+    disconnection, watched once a job is queued (a queued job is then dropped)."""
     if not isinstance(obj, dict):  # a batch item: a string would be parsed as JSON text again
         raise Code.INVALID_INPUT.error("a request must be a JSON object", 'send {"target": ..., "op": {...}}')
     # only valid requests are cached and the key is all but the request_id: a hit checks that
@@ -96,7 +96,8 @@ async def plan_one(state: ServiceState, obj: object, gone: asyncio.Future | None
     asked = asked if type(asked) is int and asked > 0 else PlanOptions.timeout_ms
     budget = min(asked, state.settings.deadline_ms)
     grace = state.settings.deadline_grace_ms
-    status, body, meta = await run_job(state, "optimize", obj, budget + grace, grace, gone)
+    status, body, meta = await run_job(state, "optimize", obj, budget + grace, grace,
+                                       gone.future() if gone is not None else None)
     if status != 200:
         raise answer_error(status, body, meta)
     state.metrics.saturation(meta)

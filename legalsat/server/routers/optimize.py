@@ -12,7 +12,7 @@ from legalsat.schemas.base import compact_json
 from legalsat.schemas.optimize import OptimizeRequest
 from legalsat.schemas.plan import OptimizeResponse
 from legalsat.schemas.service import BatchResponse, error_item
-from legalsat.server.deps import ServiceState, disconnection, parse_json, read_body, service
+from legalsat.server.deps import Disconnection, ServiceState, disconnection, parse_json, read_body, service
 from legalsat.server.errors import ApiError, error_responses, queue_full
 from legalsat.server.openapi import json_body
 from legalsat.server.planning import plan_one
@@ -37,7 +37,7 @@ async def optimize(request: Request, state: ServiceState = Depends(service)) -> 
     return Response(body, media_type="application/json", headers={"X-Legalsat-Cache": cache})
 
 
-async def _item(state: ServiceState, obj: object, gone: asyncio.Future) -> bytes:
+async def _item(state: ServiceState, obj: object, gone: Disconnection) -> bytes:
     """One batch item's answer; whatever it raises, it fails alone."""
     rid = obj.get("request_id") if isinstance(obj, dict) and isinstance(obj.get("request_id"), str) else None
     try:

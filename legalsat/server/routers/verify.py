@@ -33,7 +33,8 @@ async def verify_pipeline(request: Request, state: ServiceState = Depends(servic
     if len(body) <= LARGE_BODY:
         await asyncio.to_thread(parse_protocol, obj)
     async with disconnection(request) as gone:
-        status, body, meta = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms, gone=gone)
+        status, body, meta = await run_job(state, "verify_pipeline", obj, state.settings.deadline_ms,
+                                           gone=gone.future())
     if status != 200:
         raise answer_error(status, body, meta)
     return Response(body, media_type="application/json")
