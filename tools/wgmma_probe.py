@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -473,14 +472,10 @@ def run(out_dir: Path, seed: int = 7) -> dict:
 
 
 def _env() -> dict:
-    import torch
+    from benchmarks.environment import gpu_environment
 
-    props = torch.cuda.get_device_properties(0)
-    smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                         capture_output=True, text=True).stdout.strip()
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    return {"gpu": props.name, "driver": smi, "nvcc": nvcc, "torch": torch.__version__,
-            "python": sys.version.split()[0]}
+    return {**gpu_environment(0), "nvcc": nvcc}
 
 
 def report(results: dict) -> str:

@@ -10,7 +10,6 @@ at a placeholder address the client replaces with the real pointer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
 
 from legalsat.diagnostics import Diagnostic
 from legalsat.planner.reports import SaturationReport
@@ -81,20 +80,6 @@ class Piece:
     descriptors: tuple[Descriptor, ...] | None = None
     smem: SmemLayout | None = None
     pipeline: AsyncPipeline | None = None
-
-    @property
-    def program_bytes(self) -> int:
-        """Bytes one program of a copy piece reads (and as many it writes): its tile within the
-        piece's extents (a direct copy's flat block within the piece's elements). A gather
-        piece's tile counts index entries: see `legalsat.planner.rank.longest_program_bytes`."""
-        extents = [d.extent for d in self.dims]
-        if len(self.tile) == len(extents):
-            elems = 1
-            for t, n in zip(self.tile, extents):
-                elems *= min(t, n)
-        else:
-            elems = min(self.tile[0] if self.tile else 1, prod(extents))
-        return elems * self.element_bytes
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from legalsat.planner.plan import Plan
+from legalsat.planner.plan import Piece, Plan
 from legalsat.targets.base import CostFacts
 from legalsat.terms.strategy import Strategy
 
@@ -29,11 +29,11 @@ def launch_bound(p: Plan, facts: CostFacts) -> bool:
 
 def longest_program_bytes(p: Plan) -> int:
     """What the plan's largest program reads (and as much it writes): a copy's piece tile
-    (`Piece.program_bytes`); a row gather's rows (at most its entries) of one piece's slab, each
+    within its extents; a row gather's rows (at most its entries) of one piece's slab, each
     piece being a kernel of its own; an index-major gather's entries x slab step."""
     g = p.gather
-    if g is None:
-        return max((piece.program_bytes for piece in p.pieces), default=0)
+    if g is None:  # a copy piece's tile within its extents (a direct copy's flat block within its elements)
+        return max((_tile_elems(piece) * piece.element_bytes for piece in p.pieces), default=0)
     most = 0
     for piece in p.pieces:
         slab = math.prod(d.extent for d in piece.dims)
@@ -43,6 +43,13 @@ def longest_program_bytes(p: Plan) -> int:
             elems = min(g.rows_per_program, g.index_count) * slab
         most = max(most, elems * piece.element_bytes)
     return most
+
+
+def _tile_elems(piece: Piece) -> int:
+    extents = [d.extent for d in piece.dims]
+    if len(piece.tile) == len(extents):
+        return math.prod(min(t, n) for t, n in zip(piece.tile, extents))
+    return min(piece.tile[0] if piece.tile else 1, math.prod(extents))
 
 
 def longest_program_us(p: Plan, facts: CostFacts) -> float:
