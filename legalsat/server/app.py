@@ -50,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                            on_error=lambda op: metrics.cache_errors.labels(op).inc())
         pool = WorkerPool(settings.workers, settings.queue_size, settings.target,
                           on_restart=lambda reason: metrics.restarts.labels(reason).inc(),
-                          memory_mb=settings.worker_memory_mb, max_timeout_ms=settings.deadline_ms)
+                          memory_mb=settings.worker_memory_mb)
         pool.start()
         metrics.bind_pool(pool)
         metrics.bind_cache(cache)

@@ -81,8 +81,7 @@ class _Slot:
         parent, child = self.pool.ctx.Pipe()
         from legalsat.server.worker import worker_main  # imported in the worker, not here
 
-        proc = self.pool.ctx.Process(target=worker_main, args=(child, self.pool.target, self.pool.memory_mb,
-                                                                     self.pool.max_timeout_ms),
+        proc = self.pool.ctx.Process(target=worker_main, args=(child, self.pool.target, self.pool.memory_mb),
                                      name=f"legalsat-worker-{self.index}", daemon=True)
         proc.start()
         child.close()
@@ -180,10 +179,9 @@ class WorkerPool:
 
     def __init__(self, size: int, queue_size: int, target: str = "sm90",
                  on_restart: Callable[[str], None] | None = None, start_timeout_s: float = 120.0,
-                 memory_mb: int | None = None, max_timeout_ms: int | None = None):
+                 memory_mb: int | None = None):
         self.size = size
         self.memory_mb = memory_mb
-        self.max_timeout_ms = max_timeout_ms
         self.target = target
         self.on_restart = on_restart
         self.start_timeout_s = start_timeout_s

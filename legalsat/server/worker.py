@@ -4,7 +4,8 @@ A worker owns its egglog e-graphs (they cannot cross processes or threads), answ
 at a time from its pipe, and serializes the answer itself so that the service's event loop
 only forwards bytes. Jobs and answers are plain tuples of builtins.
 
-    job    = (kind, payload)            kind: "optimize" | "verify_pipeline"
+    job    = (kind, payload, budget_ms) kind: "optimize" | "verify_pipeline"; budget_ms: what is
+                                        left of the job's time when it starts
     answer = (status, body_bytes, meta) status: HTTP status of the answer; meta: dict
 
 An optimize body leaves out `request_id` (meta carries it): the service stores that body in
@@ -33,10 +34,9 @@ WARM_UP = {"op": {"kind": "copy",
 
 
 def _optimize(payload: dict, budget_ms: int | None = None) -> Answer:
-    # the server's deadline (what is left of it when the job starts) and what this worker's
-    # memory holds cap the request's own limits
-    caps = [t for t in (_MAX_TIMEOUT_MS, budget_ms) if t is not None]
-    out = optimize(payload, max_timeout_ms=min(caps) if caps else None, max_node_limit=_NODE_CAP)
+    # what is left of the server's deadline when the job starts (the pool's budget) and what
+    # this worker's memory holds cap the request's own limits
+    out = optimize(payload, max_timeout_ms=budget_ms, max_node_limit=_NODE_CAP)
     snapshot = out["egraph"].pop("snapshot", None)
     if snapshot is not None:  # keep_egraph: the service keeps it under this id
         out["egraph"]["id"] = uuid.uuid4().hex
@@ -125,7 +125,6 @@ def limit_memory(memory_mb: int | None) -> None:
 # at this limit (stop_reason node_limit) instead of failing an allocation.
 BYTES_PER_ENODE = 3000
 _NODE_CAP: int | None = None
-_MAX_TIMEOUT_MS: int | None = None  # the service's deadline
 
 
 def _resident_bytes() -> int:
@@ -140,11 +139,10 @@ def node_cap(memory_mb: int, resident: int) -> int:
     return max(1000, ((memory_mb << 20) - resident) // 2 // BYTES_PER_ENODE)
 
 
-def worker_main(conn, target: str, memory_mb: int | None = None, max_timeout_ms: int | None = None) -> None:
+def worker_main(conn, target: str, memory_mb: int | None = None) -> None:
     """Process entry point: tie its life to the service, cap its memory, warm up, say ready,
     then answer jobs until told to stop (None) or the pipe closes."""
-    global _NODE_CAP, _MAX_TIMEOUT_MS
-    _MAX_TIMEOUT_MS = max_timeout_ms
+    global _NODE_CAP
     tie_to_server()
     limit_memory(memory_mb)
     try:
