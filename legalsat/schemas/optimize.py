@@ -48,7 +48,7 @@ from legalsat.terms.movement import (
     View,
     settle_unit_strides,
 )
-from legalsat.terms.sexpr import MAX_TERM_CHARS, op_from_sexp, op_to_sexp
+from legalsat.terms.sexpr import MAX_TERM_CHARS, check_term_length, op_from_sexp, op_to_sexp
 
 Pos = Annotated[StrictInt, Field(ge=1, le=(1 << 62))]
 NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
@@ -306,9 +306,8 @@ def check_request_shape(obj: dict) -> None:
     if unknown:  # said as the schema's own validation says it
         raise InputError(details_from_validation([{"type": "extra_forbidden", "loc": (unknown[0],)}], known_fields=_KNOWN))
     term = obj.get("term")
-    if isinstance(term, str) and len(term) > MAX_TERM_CHARS:
-        raise _bad("term", f"term: {len(term)} characters; at most {MAX_TERM_CHARS}",
-                   "send the movement's term (a few hundred characters), or the op object")
+    if isinstance(term, str):
+        check_term_length(term)
 
 
 def check_request_id(value: object) -> str | None:

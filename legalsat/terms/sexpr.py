@@ -33,13 +33,19 @@ def _err(message: str, fix: str) -> InputError:
     return Code.INVALID_TERM.error(message, fix, "term")
 
 
+def check_term_length(text: str) -> None:
+    """InputError (`invalid_term`) for a term longer than MAX_TERM_CHARS: the one check of a
+    term's size, made by the reader and, before a request is queued, by the service."""
+    if len(text) > MAX_TERM_CHARS:
+        raise _err(f"term is {len(text)} characters; the limit is {MAX_TERM_CHARS}",
+                   "send the request as JSON, or a smaller term")
+
+
 def tokenize(text: str) -> list[str]:
     """Split into '(', ')' and atoms; raises InputError on a non-string or oversize term."""
     if not isinstance(text, str):
         raise _err("term must be a string", 'send the term as text, e.g. "(copy (view ...) (view ...))"')
-    if len(text) > MAX_TERM_CHARS:
-        raise _err(f"term is {len(text)} characters; the limit is {MAX_TERM_CHARS}",
-                   "send the request as JSON, or a smaller term")
+    check_term_length(text)
     out, pos = [], 0
     text = text.rstrip()
     while pos < len(text):

@@ -192,6 +192,19 @@ def test_a_term_requests_problems_name_the_term():
     assert e.value.headline.field == "term" and "op.src.dtype" in e.value.headline.message
 
 
+def test_an_overlong_term_is_one_diagnostic_before_and_after_the_queue():
+    """The service's check before it queues a request and the term reader give one answer
+    (they were invalid_input "at most 65536" and invalid_term "the limit is 65536")."""
+    from legalsat.schemas.optimize import check_request_shape
+
+    answers = []
+    for check in (check_request_shape, parse_request):
+        with pytest.raises(InputError) as e:
+            check({"term": "(" * 70_000})
+        answers.append((e.value.headline.code, e.value.headline.field, e.value.headline.message))
+    assert answers[0] == answers[1] and answers[0][:2] == (Code.INVALID_TERM, "term")
+
+
 @pytest.mark.parametrize("levels", [100, 5000], ids=["past-the-bound", "past-the-parser"])
 def test_a_request_nesting_too_deep_names_the_field_holding_it(levels):
     """5,000 levels stop json.loads itself (RecursionError): the field is found by a scan."""
