@@ -9,8 +9,9 @@ Phase 1 (mixed): `clients` concurrent clients for `seconds` send a mix of
               (planning takes ~10-20 ms; the rest is waiting for one of the 2 workers),
   - deadline: large requests under a 60 ms budget: the planner keeps to it and answers 200
               saying what it could not finish (stop_reason time_limit, planning_deadline or
-              proof_budget reasons); 504 only when a request waited in the queue past its
-              budget plus the grace (LEGALSAT_DEADLINE_GRACE_MS),
+              proof_budget reasons); 504 only when a request's whole budget went waiting
+              in the queue (answered when a worker comes for it, at the latest at the budget
+              plus the grace, LEGALSAT_DEADLINE_GRACE_MS),
 while a separate client polls /healthz every 100 ms. Every answer other than 200, and other
 than 504 for the deadline class, counts as an error.
 Phase 2 (cached only): `clients` connections send only cached requests for `cached_seconds`,

@@ -46,7 +46,8 @@ class Readiness(BaseModel):
     status: str = Field(description='"ready" when at least one planning worker is alive')
     workers: int
     workers_alive: int
-    queued: int
+    busy: int = Field(description="workers planning or verifying a job now")
+    queued: int = Field(description="jobs waiting for a worker")
     worker_restarts: int
     cached_plans: int
     planner: str

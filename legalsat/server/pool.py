@@ -241,9 +241,14 @@ class WorkerPool:
             return sum(1 for j in self.jobs.queue if j is not _STOP and not j.future.cancelled())
 
     @property
+    def busy(self) -> int:
+        """Workers holding a job now."""
+        return sum(1 for s in self.slots if s.busy_since is not None)
+
+    @property
     def capacity_left(self) -> int:
         """Jobs that can be accepted right now: free queue places plus idle workers."""
-        return self.jobs.maxsize - self.queued + sum(1 for s in self.slots if s.busy_since is None)
+        return self.jobs.maxsize - self.queued + self.size - self.busy
 
     @property
     def alive(self) -> int:

@@ -30,7 +30,7 @@ def test_32_clients_for_30_seconds(tmp_path):
     assert mixed["errors"] == 0, mixed  # nothing but 200s, and 504s for the deadline class
     assert mixed["healthz"]["failures"] == 0 and mixed["healthz"]["polls"] >= 100
     # the planner keeps to a request's budget: answered, saying what did not fit (504 only for
-    # a request that waited in the queue past its budget and the grace)
+    # a request whose whole budget went waiting in the queue)
     assert mixed["classes"]["deadline"]["status"].get("200", 0) > 0
     assert mixed["classes"]["uncached"]["requests"] > 100
     assert mixed["classes"]["uncached"]["p99_ms"] < lt.UNCACHED_DEADLINE_MS

@@ -23,7 +23,7 @@ async def healthz() -> dict:
 async def readyz(state: ServiceState = Depends(service)):
     alive = state.pool.alive
     body = {"status": "ready" if alive else "not_ready", "workers": state.pool.size, "workers_alive": alive,
-            "queued": state.pool.queued, "worker_restarts": state.pool.restarts,
+            "busy": state.pool.busy, "queued": state.pool.queued, "worker_restarts": state.pool.restarts,
             "cached_plans": await call(state.cache, len, state.cache), "planner": PLANNER_VERSION}
     return JSONResponse(body, status_code=200 if alive else 503)
 
