@@ -87,6 +87,11 @@ class TileWalk:
         return prod(self.box) * self.word
 
     @property
+    def stage_bytes(self) -> int:
+        """Bytes of one stage: every box of the tile."""
+        return self.box_bytes * len(self.boxes)
+
+    @property
     def stage_rows(self) -> int:
         """Rows of the stage read as one matrix: the tile's rows (all walk dims but the
         innermost, row-major) once per box along the innermost dim."""
@@ -306,16 +311,18 @@ def store_lines(w: TileWalk, value: str, off: str, indent: str, lib: str = "tl",
 
 # ---- tl: the interpreter twin (TMA) and the direct kernel ----------------------------------
 
-def _tl_header(name: str, args: str, w: TileWalk) -> list[str]:
+def _tl_header(name: str, args: str, w: TileWalk, rows: int, cols: int) -> list[str]:
+    """A tile program's opening: its tile's position (`T*`), where the tile goes in the tiles
+    tensor (`ob`), and `rr` / `cc` ranging over a block of rows x cols."""
     return [f"@triton.jit\ndef {name}({args}):", "    tid = tl.program_id(0)",
             *tile_lines(w, "tid", "", "    "), f"    ob = {out_base(w, '')}",
-            f"    rr = tl.arange(0, {w.box_rows})", f"    cc = tl.arange(0, {w.box[0]})"]
+            f"    rr = tl.arange(0, {rows})", f"    cc = tl.arange(0, {cols})"]
 
 
 def tl_tma_kernel(name: str, w: TileWalk) -> str:
     """One program per tile: each box through the descriptor (zero beyond the tensor) into the
     tiles tensor."""
-    lines = _tl_header(name, "desc, out", w)
+    lines = _tl_header(name, "desc, out", w, w.box_rows, w.box[0])
     box_outer = [d.box for d in reversed(w.dims)]
     for origin, _ in w.boxes:
         coords = [coordinate(w, d, "", origin[d]) for d in reversed(range(len(w.dims)))]
@@ -347,7 +354,7 @@ def tl_direct_kernel(name: str, w: TileWalk) -> str:
     2,900-line kernel unrolled), a loop over the tile's rows (`_row_walk`)."""
     if len(w.boxes) > DIRECT_UNROLLED_BOXES or not _pow2_boxes(w):
         return _row_walk(name, w)
-    lines = _tl_header(name, "src, out", w)
+    lines = _tl_header(name, "src, out", w, w.box_rows, w.box[0])
     for origin, _ in w.boxes:
         lines += _pointer_load(w, "rr", row_positions(w, "rr", w.box, origin), f"cc + {origin[0]}", [], "    ")
         lines.append(f"    off = {box_offset(w, origin)}")
@@ -383,17 +390,14 @@ def _row_walk(name: str, w: TileWalk) -> str:
     rows, cols = w.stage_rows, w.dims[0].tile
     pc = pow2_at_least(cols)
     chunk = max(1, min(pow2_at_least(rows), DIRECT_CHUNK_WORDS // pc))
-    lines = [f"@triton.jit\ndef {name}(src, out):", "    tid = tl.program_id(0)",
-             *tile_lines(w, "tid", "", "    "), f"    ob = {out_base(w, '')}",
-             f"    rr = tl.arange(0, {chunk})", f"    cc = tl.arange(0, {pc})",
+    lines = [*_tl_header(name, "src, out", w, chunk, pc),
              # a few steps unrolled by the compiler (their loads overlap), more in a loop
              f"    for r0 in {'tl.static_range' if cdiv(rows, chunk) <= DIRECT_UNROLLED_STEPS else 'range'}"
              f"(0, {rows}, {chunk}):", "        r = r0 + rr"]
-    radices = tuple(d.tile for d in w.dims)
-    origins = (0,) * len(w.dims)
+    positions = row_positions(w, "r", tuple(d.tile for d in w.dims), (0,) * len(w.dims))
     inside = [f"(r < {rows})[:, None]", f"(cc < {cols})[None, :]"]  # the tile's own positions
-    lines += _pointer_load(w, "r", row_positions(w, "r", radices, origins), "cc", inside, "        ")
-    lines.append(f"        off = ({row_offset(w, 'r', radices, origins)})[:, None] + ({col_offset(w, 'cc', 0)})[None, :]")
+    lines += _pointer_load(w, "r", positions, "cc", inside, "        ")
+    lines.append(f"        off = ({offset_expr(w, 'r', positions)})[:, None] + ({col_offset(w, 'cc', 0)})[None, :]")
     lines += store_lines(w, "x", "off", "        ", mask=" & ".join(inside))
     return "\n".join(lines) + "\n"
 
@@ -420,4 +424,4 @@ def tiles_bytes(w: TileWalk, out_bytes: int) -> int:
 
 def stage_words(w: TileWalk) -> int:
     """32-bit words of one stage (its raw copy per tile)."""
-    return cdiv(w.box_bytes * len(w.boxes), 4)
+    return cdiv(w.stage_bytes, 4)

@@ -25,8 +25,6 @@ GPU machine; its tl twin is `legalsat.kernels.tile.tl_tma_kernel`.
 
 from __future__ import annotations
 
-from math import prod
-
 from legalsat.kernels.source import Launch, blocked_layout
 from legalsat.kernels.tile import (
     TileWalk,
@@ -285,7 +283,7 @@ def smem_bytes(w: TileWalk) -> int:
         ident = max(1, w.box[0] // 64) * 64 * w.box[0] * w.word
     elif role == "b_mn":
         ident = 64 * 64 * w.word
-    return w.stages * (w.box_bytes * len(w.boxes) + 8) + ident
+    return w.stages * (w.stage_bytes + 8) + ident
 
 
 def emit_tile_gluon(w: TileWalk, smem_budget: int) -> tuple[list[str], list[Launch], dict, str, str]:
@@ -293,9 +291,9 @@ def emit_tile_gluon(w: TileWalk, smem_budget: int) -> tuple[list[str], list[Laun
     stages must fit its budget (InputError naming `num_stages` otherwise); the probe's own
     identity operand, which a real consumer does not hold, takes stages off the probe only."""
     stages = w.stages
-    planned = stages * (w.box_bytes * len(w.boxes) + 8)
+    planned = stages * (w.stage_bytes + 8)
     if planned > smem_budget:
-        raise plan_error("num_stages", f"{stages} stages of {w.box_bytes * len(w.boxes)} bytes (and their "
+        raise plan_error("num_stages", f"{stages} stages of {w.stage_bytes} bytes (and their "
                          f"mbarriers) need {planned} bytes of shared memory, over the plan's budget of {smem_budget}",
                          "send the plan as the planner returned it, or fewer stages")
     while stages > 1 and smem_bytes(w) > smem_budget - 1024:
@@ -311,7 +309,3 @@ def _with_stages(w: TileWalk, stages: int) -> TileWalk:
     from dataclasses import replace
 
     return replace(w, stages=stages)
-
-
-def stage_bytes(w: TileWalk) -> int:
-    return prod(w.box) * w.word * len(w.boxes)
