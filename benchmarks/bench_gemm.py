@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
+
+from benchmarks.commands import run_command
 
 HERE = Path(__file__).resolve().parent
 SHAPES = [  # name, M, K, N, B stored as: "kn" ([K, N] row-major) or "nk" (W [N, K], b = W.t())
@@ -173,12 +174,5 @@ def table(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    cmd = sys.argv[1] if len(sys.argv) > 1 else "run"
-    if cmd == "plan":
-        plan()
-    elif cmd == "run":
-        run(Path(os.environ.get("OUT") or HERE))
-    elif cmd == "report":
-        print(table(json.loads(Path(sys.argv[2]).read_text())))
-    else:
-        sys.exit(f"unknown command {cmd!r}: use run or report")
+    run_command("bench_gemm", {"run": lambda: run(Path(os.environ.get("OUT") or HERE)), "plan": plan,
+                               "report": lambda results: print(table(json.loads(Path(results).read_text())))})

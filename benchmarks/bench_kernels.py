@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
+
+from benchmarks.commands import run_command
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "kernel_plans.json"
@@ -167,15 +168,12 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    cmd = sys.argv[1] if len(sys.argv) > 1 else "run"
-    if cmd == "plan":
-        plan()
-    elif cmd == "run":
-        run(Path(os.environ.get("OUT") or HERE))
-    elif cmd == "report":
-        from benchmarks.kernel_report import report
+def _report(results: str) -> None:
+    from benchmarks.kernel_report import report
 
-        report(Path(sys.argv[2]))
-    else:
-        sys.exit(f"unknown command {cmd!r}: use plan, run or report")
+    report(Path(results))
+
+
+if __name__ == "__main__":
+    run_command("bench_kernels", {"run": lambda: run(Path(os.environ.get("OUT") or HERE)), "plan": plan,
+                                  "report": _report})

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
+
+from benchmarks.commands import run_command
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "moe_plans.json"
@@ -145,10 +146,4 @@ def table(results: dict) -> str:
 
 
 if __name__ == "__main__":
-    cmd = sys.argv[1] if len(sys.argv) > 1 else "run"
-    if cmd == "plan":
-        plan()
-    elif cmd == "run":
-        run(Path(os.environ.get("OUT") or HERE))
-    else:
-        sys.exit(f"unknown command {cmd!r}: use plan or run")
+    run_command("bench_moe", {"run": lambda: run(Path(os.environ.get("OUT") or HERE)), "plan": plan})

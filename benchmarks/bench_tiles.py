@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import time
 from pathlib import Path
+
+from benchmarks.commands import run_command
 
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "tile_plans.json"
@@ -291,16 +292,10 @@ def calibrate(results_path: Path) -> None:
 
 
 if __name__ == "__main__":
-    cmd = sys.argv[1] if len(sys.argv) > 1 else "run"
-    if cmd == "plan":
-        plan()
-    elif cmd == "run":
-        run(Path(os.environ.get("OUT") or HERE), sys.argv[2] if len(sys.argv) > 2 else None)
-    elif cmd == "run-suite":  # the public suites' tiles: checked, not timed
-        run(Path(os.environ.get("OUT") or HERE), None, SUITE_PLANS, timing=False, results_name="tile_suite_results.json")
-    elif cmd == "report":
-        print(table(json.loads(Path(sys.argv[2]).read_text())))
-    elif cmd == "calibrate":
-        calibrate(Path(sys.argv[2]))
-    else:
-        sys.exit(f"unknown command {cmd!r}: use plan, run or report")
+    out = Path(os.environ.get("OUT") or HERE)
+    run_command("bench_tiles", {
+        "run": lambda only=None: run(out, only), "plan": plan,
+        # the public suites' tiles: checked, not timed
+        "run-suite": lambda: run(out, None, SUITE_PLANS, timing=False, results_name="tile_suite_results.json"),
+        "report": lambda results: print(table(json.loads(Path(results).read_text()))),
+        "calibrate": lambda results: calibrate(Path(results))})

@@ -230,7 +230,6 @@ class WorkerPool:
             if dropped:
                 self.jobs.queue.clear()
                 self.jobs.queue.extend(live)
-                self.jobs.unfinished_tasks -= dropped
                 self.jobs.not_full.notify(dropped)
         return dropped
 

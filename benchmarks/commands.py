@@ -1,0 +1,34 @@
+"""The command line the GPU benchmarks share: `python -m benchmarks.NAME [COMMAND [ARG ...]]`."""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+
+
+def usage(module: str, commands: dict[str, Callable[..., object]]) -> str:
+    """One line per command with its arguments (the function's parameter names, in capitals;
+    optional ones in brackets)."""
+    def args(fn: Callable[..., object]) -> str:
+        return " ".join(p.name.upper() if p.default is p.empty else f"[{p.name.upper()}]"
+                        for p in inspect.signature(fn).parameters.values())
+
+    return "\n".join(f"usage: python -m benchmarks.{module} {name} {args(fn)}".rstrip()
+                     for name, fn in commands.items())
+
+
+def run_command(module: str, commands: dict[str, Callable[..., object]], argv: list[str] | None = None) -> None:
+    """Call the command named by argv[0] (the first command when none is named) with the
+    rest of argv as its arguments. An unknown command, or too few or too many arguments for
+    it, exits with the usage of every command (never a traceback)."""
+    argv = sys.argv[1:] if argv is None else argv
+    name, args = (argv[0], argv[1:]) if argv else (next(iter(commands)), [])
+    fn = commands.get(name)
+    if fn is not None:
+        params = inspect.signature(fn).parameters.values()
+        if sum(p.default is p.empty for p in params) <= len(args) <= len(params):
+            fn(*args)
+            return
+    problem = f"unknown command {name!r}" if fn is None else f"{name}: {len(args)} arguments"
+    sys.exit(f"{problem}\n{usage(module, commands)}")

@@ -1,0 +1,38 @@
+"""The GPU benchmarks' command line: a wrong command or a missing argument is a usage message,
+never a traceback (`report` without its file was an IndexError; bench_gemm's and bench_tiles'
+messages left out commands they have)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks.commands import run_command
+
+
+def test_a_command_gets_its_arguments_and_the_first_is_the_default():
+    seen = []
+    commands = {"run": lambda only=None: seen.append(("run", only)), "report": lambda results: seen.append(results)}
+    run_command("x", commands, [])
+    run_command("x", commands, ["run", "a"])
+    run_command("x", commands, ["report", "r.json"])
+    assert seen == [("run", None), ("run", "a"), "r.json"]
+
+
+@pytest.mark.parametrize("argv,says", [(["reprot"], "unknown command 'reprot'"), (["report"], "report: 0 arguments"),
+                                       (["report", "a", "b"], "report: 2 arguments")])
+def test_a_wrong_command_line_exits_with_every_commands_usage(argv, says):
+    with pytest.raises(SystemExit) as e:
+        run_command("bench_x", {"run": lambda: None, "report": lambda results: None}, argv)
+    assert str(e.value).splitlines() == [says, "usage: python -m benchmarks.bench_x run",
+                                         "usage: python -m benchmarks.bench_x report RESULTS"]
+
+
+@pytest.mark.parametrize("module", ["bench_kernels", "bench_gemm", "bench_moe", "bench_tiles"])
+def test_each_gpu_benchmark_answers_a_wrong_command_with_its_usage(module):
+    r = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", "no-such-command"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert f"usage: python -m benchmarks.{module} run" in r.stderr and f"benchmarks.{module} plan" in r.stderr
