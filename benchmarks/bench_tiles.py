@@ -231,20 +231,17 @@ def estimates(rows: list[dict], facts) -> list[float]:
     """Each measured walk's estimate (µs per tile) under cost facts `facts`."""
     from dataclasses import replace
 
-    from legalsat.planner.build.tile import estimate_us
+    from legalsat.planner.build.tile import walk_cost
     from legalsat.targets.sm90 import SM90
+    from legalsat.terms.strategy import Strategy
 
     target = replace(SM90, cost=facts)
     plans = json.loads(PLANS.read_text())
     out = []
     for r in rows:
         p = plans[r["name"]]["response"]["plans"][r["plan"]]
-        if r["strategy"] == "tma":
-            us = estimate_us(target, r["tiles"], r["tile_bytes"], r["stages"], facts.tile_tma)
-        else:
-            width = dict(facts.by_width).get(min(16, p["vector_bytes"]), facts.scatter)
-            us = estimate_us(target, r["tiles"], r["tile_bytes"], 1, width // 2)
-        out.append(us / r["tiles"])
+        cost = walk_cost(target, Strategy(r["strategy"]), r["tiles"], r["tile_bytes"], r["stages"], p["vector_bytes"])
+        out.append(cost.total_us / r["tiles"])
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from legalsat.planner.build.tile import WalkCost, walk_cost
 from legalsat.planner.plan import Piece, Plan
 from legalsat.planner.rank import (
     FIXED_LATENCY,
@@ -117,7 +118,20 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
                          f"{_fmt_bytes(g.inspector.index_bytes)} of (index, position) pairs")
     facts.append(f"launches: {launches} kernel(s) of {c.launch_ns / 1000:g} us each")
 
-    if eff is None or launch_us >= bw_us:
+    walk = _walk_cost(req, p)
+    if walk is not None:  # a tile load: its own model (legalsat.planner.build.tile.walk_cost)
+        if walk.fixed_us >= max(walk.bandwidth_us, walk.latency_us):
+            headline = f"fixed-cost-bound: the walk's fixed part is {walk.fixed_us:.2f} of its {us:.2f} us"
+        elif walk.latency_us > walk.bandwidth_us:
+            headline = (f"latency-bound: {math.prod(p.tile_load.grid)} tiles over {req.target.sm_count} SMs, one "
+                        f"TMA round trip per {p.num_stages} tiles in flight")
+        else:
+            headline = (f"bandwidth-bound: each tile read once at {walk.efficiency / 10:.0f}% of copy bandwidth "
+                        f"({walk.fact})")
+            if p.smem is not None and p.strategy == Strategy.TMA:
+                headline += ", " + facts[2 if core is not None and core.dims else 1].split(";")[1].strip().split(" (")[0] \
+                    + " shared memory"
+    elif eff is None or launch_us >= bw_us:
         headline = f"launch-bound: {launches} launch(es) are {launch_us:.2f} of its {us:.2f} us"
     else:
         what = facts[0].split(" (")[0] if core is not None else "its accesses"
@@ -149,13 +163,31 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
         best_us = first.cost.estimated_us
         standing = f"ranked {rank + 1} of {of}: +{us - best_us:.2f} us ({us / best_us - 1:.0%}) over the best" \
             if best_us else f"ranked {rank + 1} of {of}"
-    estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us + {_fmt_bytes(p.cost.bytes_moved)} read and "
-                f"written at {c.copy_bandwidth_gbps} GB/s x {eff:.0%}" if eff is not None else f"estimated {us:.2f} us")
+    if walk is not None:
+        read = (f"{_fmt_bytes(walk.read_bytes)} read once at {c.copy_bandwidth_gbps} GB/s x {walk.efficiency / 10:.0f}%"
+                f" = {walk.bandwidth_us:.2f} us")
+        if walk.latency_us > walk.bandwidth_us:
+            read = f"{walk.latency_us:.2f} us of TMA round trips (more than the {read})"
+        estimate = (f"estimated {us:.2f} us = the walk's fixed part {walk.fixed_us:.2f} us (launch, pipeline fill, "
+                    f"tail) + {read}; the tiles go to shared memory, not back to global memory")
+    elif eff is not None:
+        estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us + {_fmt_bytes(p.cost.bytes_moved)} read and "
+                    f"written at {c.copy_bandwidth_gbps} GB/s x {eff:.0%}")
+    else:
+        estimate = f"estimated {us:.2f} us"
     lines = [headline, standing, estimate + f" ({c.source})", *facts]
     lines += [f"limit: {t}" for t in _limits(req, p)]
     lines += [f"needs {r.side} stride {r.old_stride_bytes} -> {r.new_stride_bytes} bytes (allow_padding)"
               for r in p.relayout]
     return tuple(lines)
+
+
+def _walk_cost(req: PlanRequest, p: Plan) -> WalkCost | None:
+    """A tile load's estimate in its parts, as the planner made it (None for other plans)."""
+    if p.tile_load is None or p.smem is None:
+        return None
+    return walk_cost(req.target, p.strategy, math.prod(p.tile_load.grid), p.smem.bytes_per_stage, p.num_stages,
+                     p.vector_bytes)
 
 
 def _limits(req: PlanRequest, p: Plan) -> list[str]:

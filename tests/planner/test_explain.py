@@ -109,3 +109,24 @@ def test_an_index_major_gathers_limit_is_its_own():
                     "options": {"explain": True}})
     limits = [line for line in _plan(out, "direct")["explain"] if line.startswith("limit")]
     assert limits == ["limit: entries 1024 x slab step 1: at most 1024 entries and 4.0 KiB per program, 2 warps"]
+
+
+def test_a_tile_loads_estimate_is_explained_by_its_own_model():
+    """A tile load reads each tile once into shared memory: its explanation adds the walk's
+    fixed part to the read at the strategy's share of the copy bandwidth (it said "64 MiB
+    read and written at 3003 GB/s x 130%" for a 32 MiB tensor, after a 3 us launch)."""
+    import re
+
+    out = optimize({"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [4096, 4096],
+                                                       "strides": [4096, 1]},
+                           "tile": [128, 64], "consumer": "wgmma_a"}, "options": {"explain": True}})
+    for p in out["plans"]:
+        head, _, estimate = p["explain"][:3]
+        shares = [int(x) for x in re.findall(r"(\d+)% of copy bandwidth", head)]
+        assert head.startswith("bandwidth-bound: each tile read once") and shares and all(s <= 100 for s in shares)
+        parts = re.match(r"estimated ([\d.]+) us = the walk's fixed part ([\d.]+) us .* \+ 32\.0 MiB read once "
+                         r"at \d+ GB/s x (\d+)% = ([\d.]+) us", estimate)
+        assert parts, estimate
+        total, fixed, share, read = (float(x) for x in parts.groups())
+        assert share == shares[0] and abs(fixed + read - total) <= 0.02
+        assert abs(total - p["cost"]["estimated_us"]) <= 0.01

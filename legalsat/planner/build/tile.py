@@ -304,14 +304,40 @@ def _boxes(tiles: tuple[int, ...], box: tuple[int, ...], layout: StageLayout, es
     return tuple(sorted(out, key=lambda b: b.smem_offset_bytes))
 
 
-def estimate_us(target: Target, tiles: int, tile_bytes: int, stages: int, efficiency: int) -> float:
-    """The walk's time: its fixed part (launch, pipeline fill, tail), then every tile read
-    once at `efficiency` permille of the copy bandwidth, or, when each SM holds few tiles, one
-    round trip per `stages` tiles in flight."""
+@dataclass(frozen=True)
+class WalkCost:
+    """A tile walk's estimate in its parts: a fixed part (launch, pipeline fill, tail), then
+    the larger of reading every tile once at `efficiency` permille of the copy bandwidth and,
+    when each SM holds few tiles, one round trip per `stages` tiles in flight."""
+
+    fixed_us: float
+    read_bytes: int
+    efficiency: int  # permille of the copy bandwidth
+    fact: str  # the cost fact it comes from
+    bandwidth_us: float
+    latency_us: float
+
+    @property
+    def total_us(self) -> float:
+        return self.fixed_us + max(self.bandwidth_us, self.latency_us)
+
+
+def walk_cost(target: Target, strategy: Strategy, tiles: int, tile_bytes: int, stages: int,
+              vector_bytes: int) -> WalkCost:
+    """The estimate of `tiles` tiles of `tile_bytes` each: a TMA walk reads at the target's
+    `tile_tma` share with `stages` tiles in flight; a direct one moves each byte through
+    registers on its way (twice the traffic: half its access width's share), one tile in flight."""
     c = target.cost
-    bandwidth = tiles * tile_bytes * 1e-3 / (c.copy_bandwidth_gbps * efficiency / 1000)  # us
-    latency = cdiv(cdiv(tiles, target.sm_count), stages) * c.tma_latency_ns * 1e-3
-    return c.tile_walk_ns * 1e-3 + max(bandwidth, latency)
+    if strategy is Strategy.TMA:
+        efficiency, fact = c.tile_tma, "tile_tma"
+    else:
+        stages = 1
+        efficiency = dict(c.by_width).get(min(16, vector_bytes), c.scatter) // 2
+        fact = f"{min(16, vector_bytes)}-byte accesses' share, halved"
+    read = tiles * tile_bytes
+    return WalkCost(c.tile_walk_ns * 1e-3, read, efficiency, fact,
+                    read * 1e-3 / (c.copy_bandwidth_gbps * efficiency / 1000),
+                    cdiv(cdiv(tiles, target.sm_count), stages) * c.tma_latency_ns * 1e-3)
 
 
 def vector_bytes(m: LoadTile, dims: list[WalkDim]) -> int:
@@ -365,11 +391,7 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
         stages = min(stages, fit_stages(TmaPipelineSpec(load_bytes=(tile_bytes,), smem_bytes=smem)))
     tiles = math.prod(grid)
     vec = vector_bytes(m, dims)
-    if strategy is Strategy.TMA:
-        total_us = estimate_us(target, tiles, tile_bytes, stages, target.cost.tile_tma)
-    else:  # each byte goes through registers on its way (twice the traffic), one tile in flight
-        width = dict(target.cost.by_width).get(min(16, vec), target.cost.scatter)
-        total_us = estimate_us(target, tiles, tile_bytes, 1, width // 2)
+    total_us = walk_cost(target, strategy, tiles, tile_bytes, stages, vec).total_us
     note = choice.note if m.consumer.is_wgmma and choice.wgmma is None else None
     plan = TileLoadPlan(grid, tuple(d.coords for d in dims), boxes, choice.layout, "zero", folded, broadcast,
                         m.consumer.kind.value, choice.read_ways, choice.wgmma, round(total_us / tiles, 4), note,
