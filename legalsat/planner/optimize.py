@@ -28,7 +28,7 @@ from legalsat.terms.movement import moved_elements
 from legalsat.terms.strategy import Strategy
 
 # Part of every plan-cache key: a new version never serves an older version's plans.
-PLANNER_VERSION = "legalsat-planner/10"
+PLANNER_VERSION = "legalsat-planner/11"
 
 
 class Clock:
