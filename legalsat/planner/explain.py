@@ -30,6 +30,7 @@ from legalsat.planner.rank import (
     longest_program_us,
 )
 from legalsat.planner.request import PlanRequest
+from legalsat.planner.rules.strategies import GROUP_SORT_LAUNCHES, INSPECTOR_LAUNCHES
 from legalsat.planner.solve import (
     INDEX_MAJOR_BLOCK_BYTES,
     INDEX_MAJOR_ENTRIES,
@@ -39,6 +40,7 @@ from legalsat.planner.solve import (
     rows_block_bytes,
     rows_warps,
 )
+from legalsat.terms.movement import Gather
 from legalsat.terms.strategy import Strategy
 
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
@@ -74,8 +76,11 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
     c = req.target.cost
     us = p.cost.estimated_us
     launches = len(p.pieces) + (len(p.gather.inspector.passes) if p.gather and p.gather.inspector else 0)
-    launch_us = launches * c.launch_ns / 1000
-    bw_us = max(us - launch_us, 0.0)
+    # what the estimate charges for them (an inspector-executor's short passes: fewer)
+    charged = INSPECTOR_LAUNCHES if p.gather is not None and p.gather.inspector is not None else launches
+    launch_us = charged * c.launch_ns / 1000
+    sort_us = _group_sort_us(req, p)
+    bw_us = max(us - launch_us - sort_us, 0.0)
     # the efficiency the estimate implies: bytes moved over (time x the target's copy bandwidth)
     eff = p.cost.bytes_moved / (bw_us * 1e-6 * c.copy_bandwidth_gbps * 1e9) if bw_us > 0 else None
     core = p.pieces[0] if p.pieces else None
@@ -116,7 +121,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
         if g.inspector is not None:
             facts.append(f"inspector: {len(g.inspector.passes)} passes ({', '.join(g.inspector.passes)}) over "
                          f"{_fmt_bytes(g.inspector.index_bytes)} of (index, position) pairs")
-    facts.append(f"launches: {launches} kernel(s) of {c.launch_ns / 1000:g} us each")
+    facts.append(f"launches: {launches} kernel(s) of {c.launch_ns / 1000:g} us each"
+                 + (f" (the estimate charges {charged}: the inspector's passes are short kernels)"
+                    if charged != launches else ""))
 
     walk = _walk_cost(req, p)
     if walk is not None:  # a tile load: its own model (legalsat.planner.build.tile.walk_cost)
@@ -132,7 +139,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
                 headline += ", " + facts[2 if core is not None and core.dims else 1].split(";")[1].strip().split(" (")[0] \
                     + " shared memory"
     elif eff is None or launch_us >= bw_us:
-        headline = f"launch-bound: {launches} launch(es) are {launch_us:.2f} of its {us:.2f} us"
+        headline = f"launch-bound: {charged} launch(es) are {launch_us:.2f} of its {us:.2f} us"
     else:
         what = facts[0].split(" (")[0] if core is not None else "its accesses"
         if core is not None and core.dims and "element by element" in facts[1]:
@@ -141,6 +148,8 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
             what += ", " + facts[2 if core is not None and core.dims else 1].split(";")[1].strip().split(" (")[0] + " shared memory"
         if p.gather is not None and p.gather.inspector is not None:
             what += f", after {len(p.gather.inspector.passes)} inspector passes"
+        if sort_us:
+            what += f", after sorting the slots by group ({sort_us:.2f} us)"
         headline = f"bandwidth-bound at {eff:.0%} of copy bandwidth: {what}"
     bound = launch_bound(p, c)
     if bound and p.pieces:
@@ -171,8 +180,11 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
         estimate = (f"estimated {us:.2f} us = the walk's fixed part {walk.fixed_us:.2f} us (launch, pipeline fill, "
                     f"tail) + {read}; the tiles go to shared memory, not back to global memory")
     elif eff is not None:
-        estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us + {_fmt_bytes(p.cost.bytes_moved)} read and "
-                    f"written at {c.copy_bandwidth_gbps} GB/s x {eff:.0%}")
+        sort = (f" + sorting the slots by group {sort_us:.2f} us ({GROUP_SORT_LAUNCHES} launches, "
+                f"{_fmt_bytes(p.gather.index_count * c.sort_bytes_per_slot)} of keys and values read and written "
+                "at 50%)" if sort_us else "")
+        estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us{sort} + {_fmt_bytes(p.cost.bytes_moved)} "
+                    f"read and written at {c.copy_bandwidth_gbps} GB/s x {eff:.0%}")
     else:
         estimate = f"estimated {us:.2f} us"
     lines = [headline, standing, estimate + f" ({c.source})", *facts]
@@ -180,6 +192,18 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
     lines += [f"needs {r.side} stride {r.old_stride_bytes} -> {r.new_stride_bytes} bytes (allow_padding)"
               for r in p.relayout]
     return tuple(lines)
+
+
+def _group_sort_us(req: PlanRequest, p: Plan) -> float:
+    """What a direct gather's estimate charges to sort grouped (MoE) slots by group first (the
+    `gather-sorted-by-group` rule: GROUP_SORT_LAUNCHES launches and `sort_bytes_per_slot` bytes
+    a slot read and written at half the copy bandwidth); 0 for other plans."""
+    m = req.movement
+    if p.strategy != Strategy.DIRECT or p.gather is None or not isinstance(m, Gather) or not m.index.groups:
+        return 0.0
+    c = req.target.cost
+    return (GROUP_SORT_LAUNCHES * c.launch_ns + 4 * p.gather.index_count * c.sort_bytes_per_slot
+            / c.copy_bandwidth_gbps) / 1000
 
 
 def _walk_cost(req: PlanRequest, p: Plan) -> WalkCost | None:

@@ -130,3 +130,36 @@ def test_a_tile_loads_estimate_is_explained_by_its_own_model():
         total, fixed, share, read = (float(x) for x in parts.groups())
         assert share == shares[0] and abs(fixed + read - total) <= 0.02
         assert abs(total - p["cost"]["estimated_us"]) <= 0.01
+
+
+def _suite_explained() -> list[tuple[str, dict]]:
+    from legalsat.testing.planner_suite import requests
+
+    out = []
+    for req in requests():
+        res = optimize({**req, "options": {**req.get("options", {}), "explain": True}})
+        out += [(req["request_id"], p) for p in res["plans"]]
+    return out
+
+
+def test_every_suite_plans_explanation_adds_up_to_its_estimate():
+    """The parts an explanation names (launches, a group sort, the bytes at the share it
+    implies) add up to the estimate and no share exceeds the copy bandwidth: inspector-executor
+    plans were 'launches 12.00 us + 32.0 MiB read and written at 3003 GB/s x 125%' (four
+    launches counted, three charged), and a direct MoE gather's group sort hid in a 66% share."""
+    import re
+
+    for rid, p in _suite_explained():
+        head, _, estimate = p["explain"][:3]
+        assert all(int(x) <= 100 for x in re.findall(r"at (\d+)% of copy bandwidth", head)), (rid, head)
+        m = re.match(r"estimated ([\d.]+) us = launches ([\d.]+) us(?: \+ sorting the slots by group ([\d.]+) us "
+                     r"\([^)]*\))? \+ ([\d.]+) (B|KiB|MiB|GiB) read and written at (\d+) GB/s x (\d+)%", estimate)
+        if m is None:
+            assert estimate.startswith("estimated") and ("walk's fixed part" in estimate or "x" not in estimate), \
+                (rid, estimate)
+            continue
+        total, launch, sort, size, unit, gbps, share = m.groups()
+        assert int(share) <= 100, (rid, estimate)
+        moved = float(size) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
+        parts = float(launch) + float(sort or 0) + moved / (int(gbps) * 1e3 * int(share) / 100)
+        assert abs(parts - float(total)) <= 0.02 * float(total) + 0.05, (rid, estimate)
