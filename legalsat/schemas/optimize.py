@@ -31,7 +31,7 @@ from legalsat.schemas.base import Strict, json_input, shown_int
 from legalsat.schemas.validation import details_from_validation, json_kind
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
-from legalsat.terms.integers import span
+from legalsat.terms.integers import cdiv, span
 from legalsat.terms.movement import (
     MAX_BYTES,
     MAX_RANK,
@@ -216,6 +216,11 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
     if prod(op.tile) > MAX_TILE_ELEMENTS:
         raise _bad("op.tile", f"the tile holds {prod(op.tile)} elements; no shared memory holds more than "
                    f"{MAX_TILE_ELEMENTS}", "load a smaller tile")
+    walked = prod(cdiv(n, t) for n, t in zip(src.shape, op.tile)) * prod(op.tile) * src.esize
+    if walked >= MAX_BYTES:  # every tile is loaded whole: an overhanging edge tile moves its fill too
+        raise _bad("op.tile", f"walking the tensor in tiles of {list(op.tile)} loads {walked} bytes (edge tiles "
+                   "whole, their overhang zero-filled), past 2^40 (1 TiB)",
+                   "give tile extents that fit the tensor's extents (the overhang is loaded too)")
     c = op.consumer
     kind = Consumer(c.kind)
     element = None

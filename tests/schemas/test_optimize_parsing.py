@@ -245,3 +245,15 @@ def test_a_misspelt_field_is_matched_against_its_siblings():
     with pytest.raises(InputError) as e:
         legalsat.optimize({"op": {"kind": "copy", "src": {**view, "stride": [1]}, "dst": view}})
     assert e.value.headline.message.endswith("did you mean 'strides'?")
+
+
+@pytest.mark.parametrize("src,tile", [
+    ({"dtype": "float32", "shape": [1, 4294967296], "strides": [4294967296, 1]}, [512, 1]),
+    ({"dtype": "uint64", "shape": [2147483647, 1, 1], "strides": [1, 1, 1]}, [16, 128, 32]),
+])
+def test_a_tile_walk_past_a_tebibyte_is_named_not_overflowed(src, tile):
+    """Edge tiles are loaded whole: a tile overhanging a huge tensor walks far more bytes than
+    the tensor holds (an i64 overflow in the egglog cost rules, answered 500, before)."""
+    with pytest.raises(InputError) as e:
+        legalsat.optimize({"op": {"kind": "load_tile", "src": src, "tile": tile, "consumer": "rows"}})
+    assert e.value.headline.field == "op.tile" and "2^40" in e.value.headline.message
