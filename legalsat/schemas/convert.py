@@ -139,7 +139,7 @@ def plan_out(p: Plan) -> PlanOut:
                   for r in p.relayout],
         cost=CostOut(estimated_us=c.estimated_us, bytes_moved=c.bytes_moved, estimated_tbps=c.estimated_tbps,
                      model=c.model),
-        proof=ProofOut(method="isl", verified=p.proof.ok, equal=p.proof.equal, injective=p.proof.injective,
+        proof=ProofOut(method=p.proof.method, verified=p.proof.ok, equal=p.proof.equal, injective=p.proof.injective,
                        relation=p.proof.relation),
         **_set(explain=None if p.explain is None else list(p.explain),
                tile_load=None if p.tile_load is None else tile_load_out(p.tile_load)))

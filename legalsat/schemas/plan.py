@@ -85,7 +85,9 @@ class AsyncOut(Out):
 class ProofOut(Out):
     """islpy's proof that the plan moves exactly the request's elements, each once."""
 
-    method: Literal["isl"] = Field(description="the prover")
+    method: Literal["isl", "enumeration"] = Field(
+        description="the prover: isl (symbolic), or enumeration (every element of a copy of at most 2^20 elements "
+                    "whose destination strides do not nest, which isl's existential check cannot bound)")
     verified: bool = Field(description="equal and injective")
     equal: bool = Field(description="the plan's element map equals the request's")
     injective: bool = Field(description="no element is moved twice")

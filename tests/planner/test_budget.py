@@ -83,3 +83,30 @@ def test_caps_bound_the_validated_request():
     named = parse_request({**RANK8, "options": {"timeout_ms": 100, "node_limit": 50_000}})
     assert (named.within(500, 1000).options.timeout_ms, named.within(500, 1000).options.node_limit) == (100, 1000)
     assert req.within() is req
+
+
+def test_a_small_copy_whose_destination_does_not_nest_is_proven_at_once():
+    """dst strides [2, 100, 1, 64, 4096] interleave two dims (no decoder from dst offsets to
+    indices): isl's existential check ran for minutes past its operation budget, and the
+    service killed the worker at the deadline. Checked point by point, it plans in well under
+    the budget on a loaded machine, every plan proven."""
+    req = {"op": {"kind": "copy", "src": {"dtype": "uint8", "shape": [3, 7, 2, 3, 7], "strides": [294, 42, 21, 7, 1]},
+                  "dst": {"dtype": "uint8", "shape": [3, 7, 2, 3, 7], "strides": [2, 100, 1, 64, 4096]}},
+           "options": {"timeout_ms": 5000}}
+    t = time.perf_counter()
+    out = optimize(req)
+    assert time.perf_counter() - t < 8 and out["status"] == "ok"
+    assert all(p["proof"]["verified"] and p["proof"]["method"] == "enumeration" for p in out["plans"])
+
+
+def test_a_tile_no_stage_can_hold_is_refused_before_its_layouts_are_analysed():
+    """A 256^3 fp16 wgmma operand tile (32 MiB a stage) over a 16 x 4 tensor: each candidate
+    layout's wgmma analysis listed all 16.7 M element offsets before the budget was checked
+    (6 to 29 s; the service killed the worker). The budget comes first now."""
+    req = {"op": {"kind": "load_tile", "src": {"dtype": "float16", "shape": [16, 4, 1], "strides": [4, 1, 1]},
+                  "tile": [256, 256, 256], "consumer": "wgmma_a"}, "options": {"timeout_ms": 5000}}
+    t = time.perf_counter()
+    out = optimize(req)
+    assert time.perf_counter() - t < 3 and out["status"] == "infeasible"
+    direct = next(r for r in out["rejected"] if r["strategy"] == "direct")
+    assert direct["reasons"][0]["rule"] == "smem_budget" and "33554432 bytes" in direct["reasons"][0]["message"]

@@ -15,6 +15,10 @@ from legalsat.terms.strategy import Strategy
 
 V = {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]}
 COPY = {"op": {"kind": "copy", "src": V, "dst": {**V, "strides": [1, 64]}}}
+# a destination whose dims interleave (strides that do not nest): proven element by element
+INTERLEAVED = {"op": {"kind": "copy",
+                      "src": {"dtype": "uint8", "shape": [3, 7, 2, 3, 7], "strides": [294, 42, 21, 7, 1]},
+                      "dst": {"dtype": "uint8", "shape": [3, 7, 2, 3, 7], "strides": [2, 100, 1, 64, 4096]}}}
 GATHER = {"op": {"kind": "gather", "src": {"dtype": "float32", "shape": [100, 24], "strides": [24, 1]}, "axis": 0,
                  "index": {"count": 40, "distribution": "random"}}}
 TILE = {"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [300, 200], "strides": [200, 1]},
@@ -46,8 +50,10 @@ def _shifted(walk):
 
 
 @pytest.mark.parametrize("request_, strategy", [(COPY, Strategy.TMA), (COPY, Strategy.STAGED_SMEM),
-                                                (COPY, Strategy.DIRECT), (GATHER, Strategy.DIRECT)],
-                         ids=["copy-tma", "copy-staged", "copy-direct", "gather-direct"])
+                                                (COPY, Strategy.DIRECT), (GATHER, Strategy.DIRECT),
+                                                (INTERLEAVED, Strategy.DIRECT), (INTERLEAVED, Strategy.STAGED_SMEM)],
+                         ids=["copy-tma", "copy-staged", "copy-direct", "gather-direct", "interleaved-direct",
+                              "interleaved-staged"])
 def test_broken_copy_and_gather_walks_are_refused(request_, strategy):
     prover = _prover(request_, strategy)
     at = len(prover.args) - 1  # the walks are the last argument of prove_copy_plan and prove_gather

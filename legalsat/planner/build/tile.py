@@ -254,6 +254,13 @@ def _outer_boxes(dims: list[WalkDim], row_major: bool, exact: bool) -> list[int]
     return outer
 
 
+def _over_budget(tile_bytes: int, smem: int) -> tuple[str, str]:
+    """(message, fix) of a tile one stage of which does not fit the shared-memory budget."""
+    return (f"one stage of the tile is {tile_bytes} bytes (+8 for its mbarrier); the budget is {smem}",
+            "raise options.smem_bytes, or load a smaller tile (a tile that a cluster of n CTAs shares is n "
+            "tiles of 1/n its size, one per CTA)")
+
+
 def _pick(choices: list[Choice], tile_bytes: int, smem: int, wgmma: bool) -> tuple[Choice, int]:
     """z3 picks the swizzle and stages: no conflicts when a conflict-free layout exists; for a
     wgmma operand, an addressable layout first; then power-of-two boxes (Triton's descriptors
@@ -269,10 +276,7 @@ def _pick(choices: list[Choice], tile_bytes: int, smem: int, wgmma: bool) -> tup
     c = z3.Int("choice")
     stages = z3.Int("stages")
     fp.opt.add(c >= 0, c < len(choices), stages >= 1, stages <= 4)
-    fp.require("smem_budget", stages * (tile_bytes + 8) <= smem,
-               f"one stage of the tile is {tile_bytes} bytes (+8 for its mbarrier); the budget is {smem}",
-               "raise options.smem_bytes, or load a smaller tile (a tile that a cluster of n CTAs shares is n "
-               "tiles of 1/n its size, one per CTA)", Code.SMEM_BUDGET)
+    fp.require("smem_budget", stages * (tile_bytes + 8) <= smem, *_over_budget(tile_bytes, smem), Code.SMEM_BUDGET)
 
     def table(values) -> z3.ArithRef:
         out = z3.IntVal(values[-1])
@@ -365,6 +369,8 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
     if not dims:  # a single element
         dims = [WalkDim(1, 1, 1, (), ())]
     tile_bytes = math.prod(d.tile for d in dims) * es
+    if tile_bytes + 8 > smem:  # before the layouts are analysed: a wgmma operand's takes every element
+        raise Infeasible([Code.SMEM_BUDGET.at(*_over_budget(tile_bytes, smem))])
     choices = _choices(m, dims, es, target, strategy)
     if not choices:
         if (dims[0].tile * es) % 16 == 0:
