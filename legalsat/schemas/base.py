@@ -211,11 +211,12 @@ def _bounded_int(text: str) -> int:
     return LongInt(negative, len(text) - negative)
 
 
-def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_VALUES) -> object:
+def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_VALUES, check: bool = True) -> object:
     """JSON text -> a value every step after can handle (see check_json_value), or an
     InputError (`invalid_json`). Bytes must be UTF-8 without a byte order mark (RFC 8259); an
     object may not repeat a key (which of two values would count is not the sender's choice);
-    NaN and Infinity are not JSON."""
+    NaN and Infinity are not JSON. `check=False`: the value as parsed, for a caller that
+    checks its parts one by one (a batch's items, each of which fails alone)."""
     if isinstance(text, (bytes, bytearray)):
         if text[:3] == b"\xef\xbb\xbf":
             raise Code.INVALID_JSON.error(f"{what} starts with a byte order mark",
@@ -258,7 +259,7 @@ def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_
     # the walk only where it can find something: a lone surrogate comes only from a \\u escape
     # (strict UTF-8 has none), a text with few brackets cannot nest deep, and a repeated key
     # or NaN parses into a marker (named by the walk) only when the text has one
-    if "\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH or marked:
+    if check and ("\\u" in text or text.count("[") + text.count("{") > MAX_DEPTH or marked):
         check_json_value(obj, what)
     return obj
 

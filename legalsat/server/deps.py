@@ -11,8 +11,8 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import ClientDisconnect
 
-from legalsat.diagnostics import Code
-from legalsat.schemas.base import MAX_VALUES, load_json
+from legalsat.diagnostics import Code, InputError
+from legalsat.schemas.base import MAX_VALUES, check_json_value, load_json
 from legalsat.schemas.validation import json_kind
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
@@ -128,6 +128,19 @@ def _is_json(content_type: str) -> bool:
     return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
+def _load(body: bytes, label: str, max_values: int, kind: type) -> object:
+    obj = load_json(body, label, max_values, check=kind is not list)
+    if kind is not list or not isinstance(obj, list):
+        return check_json_value(obj, label) if kind is list else obj
+    out: list[object] = []
+    for i, item in enumerate(obj):
+        try:
+            out.append(check_json_value(item, f"item {i}"))
+        except InputError as e:
+            out.append(e)
+    return out
+
+
 # a body past this many bytes is parsed (and checked) in a thread: the event loop goes on
 # answering between the thread's turns (the GIL changes hands every few milliseconds)
 LARGE_BODY = 64 * 1024
@@ -136,10 +149,12 @@ LARGE_BODY = 64 * 1024
 async def parse_json(body: bytes, what: str, kind: type = dict, max_values: int = MAX_VALUES) -> object:
     """JSON text -> a value of `kind` (an object, or a list for batches), or InputError (422)
     that says where the text broke, what it holds instead, or that it nests too deep, holds
-    too many values or holds text that is not Unicode."""
+    too many values or holds text that is not Unicode. A list's items are checked one by one:
+    an item that nests too deep, repeats a key, holds NaN or a lone surrogate is replaced by
+    its InputError (a batch item fails alone)."""
     label = f"the body ({what})"
-    obj = await asyncio.to_thread(load_json, body, label, max_values) if len(body) > LARGE_BODY else \
-        load_json(body, label, max_values)
+    obj = await asyncio.to_thread(_load, body, label, max_values, kind) if len(body) > LARGE_BODY else \
+        _load(body, label, max_values, kind)
     if not isinstance(obj, kind):
         shape = "a JSON array" if kind is list else "a JSON object"
         raise Code.INVALID_INPUT.error(f"the body is {json_kind(obj)}; {what} is {shape}", f"send {what} as {shape} "

@@ -293,3 +293,19 @@ def test_a_large_protocol_is_judged_by_the_worker_with_its_field_named(client):
     r = client.post("/v1/verify/pipeline", json=doc)
     err = r.json()["error"]
     assert r.status_code == 422 and len(err["details"]) == 32 and err["more_details"] > 3000, err.keys()
+
+
+def test_a_batch_item_whose_json_is_refused_fails_alone(server):
+    """NaN, a repeated key, a lone surrogate or nesting past the bound inside one item: that
+    item's error, the others planned (the whole batch was a 422 naming "[1].options...")."""
+    small = json.dumps(SMALL)
+    deep = "[" * 70 + "]" * 70
+    body = (f'[{small}, {{"options": {{"max_plans": NaN}}}}, {{"op": 1, "op": 2}}, {{"request_id": "\\ud800"}}, '
+            f'{{"op": {deep}}}, {small}]')
+    r = httpx.post(server.url + "/v1/optimize/batch", content=body.encode(),
+                   headers={"Content-Type": "application/json"}, timeout=60)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [o["status"] for o in out] == ["ok", "error", "error", "error", "error", "ok"]
+    assert [o["error"]["code"] for o in out[1:5]] == ["invalid_json", "invalid_json", "invalid_input", "invalid_input"]
+    assert out[1]["error"]["field"] == "options.max_plans" and out[4]["error"]["field"] == "op"
