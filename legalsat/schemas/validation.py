@@ -86,8 +86,21 @@ def _fix_for(etype: str, ctx: dict) -> str | None:
 
 
 def did_you_mean(word: object, choices: list[str]) -> str:
-    close = difflib.get_close_matches(str(word), choices, n=1, cutoff=0.6)
+    """"; did you mean 'x'?" for the choice closest to `word`, or "". A word over three times
+    the longest choice is matched against none: difflib's ratio (2 x matches / both lengths)
+    cannot reach the 0.6 cutoff, and its set-up is linear in the word (a 1 MB string held the
+    event loop for 0.1 s)."""
+    word = str(word)
+    if not choices or len(word) > 3 * max(map(len, choices)):
+        return ""
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def shown(value: object, limit: int = 64) -> str:
+    """`value` as a message quotes it: its repr, cut to `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _siblings(known: list[str] | dict[str, list[str]] | None, loc: tuple) -> list[str]:
@@ -137,7 +150,7 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
                 msg, path = f"{where} is {ctx.get('tag')!r}, not one of {ctx.get('expected_tags')}", where
         elif etype == "literal_error":
             choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
-            msg = f"{path}: {e.get('input')!r} is not a valid value{did_you_mean(e.get('input'), choices)}"
+            msg = f"{path}: {shown(e.get('input'))} is not a valid value{did_you_mean(e.get('input'), choices)}"
         elif path and etype != "value_error":
             msg = f"{path}: {msg}"
         top = str(loc[0]) if loc else ""

@@ -107,3 +107,18 @@ def test_role_is_checked_like_any_field():
         legalsat.validate_descriptor({"dtype": "float16", "global_address": 1 << 20, "global_dim": [64, 64],
                                       "global_strides": [128], "box_dim": [64, 8], "role": "both"})
     assert e.value.headline.field == "role"
+
+
+def test_a_megabyte_value_is_quoted_short_and_matched_against_nothing():
+    """A 1 MB dtype: the message quotes 64 characters of it (it quoted all of it), and no
+    "did you mean" runs over it (difflib's set-up on the whole string held the service's
+    event loop for a tenth of a second per request)."""
+    from legalsat.schemas.validation import did_you_mean
+
+    word = "x" * 1_000_000
+    assert did_you_mean(word, ["bfloat16", "float16"]) == ""
+    assert did_you_mean("bfloat61", ["bfloat16", "float16"]) == "; did you mean 'bfloat16'?"
+    with pytest.raises(InputError) as e:
+        parse_descriptor({"dtype": word, "global_address": 1 << 40, "global_dim": [64, 64], "global_strides": [128],
+                          "box_dim": [64, 64]})
+    assert e.value.headline.field == "dtype" and len(e.value.headline.message) < 200
