@@ -34,7 +34,7 @@ from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
-from legalsat.terms.movement import MovementKind
+from legalsat.terms.movement import MovementKind, relaid_out
 from legalsat.terms.sexpr import op_from_sexp
 
 INDEX_DTYPES = (torch.int32, torch.int64)
@@ -97,6 +97,24 @@ def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> tor
 def _request_views(response_term: str | None) -> dict | None:
     """The request's op (src/dst views) from a response's s-expression term, if given."""
     return op_from_sexp(response_term) if response_term else None
+
+
+def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
+    """The request's views as the plan moves them: each `relayout` applied (the caller passes
+    tensors re-allocated with the new pitches)."""
+    if op is None or not plan.relayout:
+        return op
+    op = dict(op)
+    for i, r in enumerate(plan.relayout):
+        view = op.get(r.side)
+        es = ELEMENT_TYPES[view["dtype"]].storage_bits // 8 if isinstance(view, dict) else 0
+        new = relaid_out(view["shape"], view["strides"], es, r.old_stride_bytes, r.new_stride_bytes) if es else None
+        if new is None:
+            raise plan_error(f"relayout[{i}]", f"no dim of the request's {r.side} view has the pitch "
+                             f"{r.old_stride_bytes} bytes the relayout replaces: the plan is not the request's",
+                             "plan the request again")
+        op[r.side] = {**view, "strides": list(new)}
+    return op
 
 
 def _within(t: torch.Tensor, bound: int) -> bool:
@@ -459,7 +477,7 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     sm90 GPU, tl otherwise).
     Raises InputError naming the plan field when the plan cannot become a kernel."""
     p, term = select_plan(plan, plan_index)
-    op = _request_views(term)
+    op = _relaid_out(_request_views(term), p)
     if variant == "auto":
         on_sm90 = (os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
                    and torch.cuda.get_device_capability()[0] == 9)

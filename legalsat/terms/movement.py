@@ -260,6 +260,18 @@ def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(out))
 
 
+def relaid_out(shape, strides, esize: int, old_bytes: int, new_bytes: int) -> tuple[int, ...] | None:
+    """`strides` (elements) with a plan's relayout applied: the innermost dim of more than one
+    element whose pitch is `old_bytes` takes `new_bytes`; None when no dim has that pitch. The
+    planner proves its plan against this view, and the client checks the caller's tensor by it."""
+    k = max((k for k, (n, s) in enumerate(zip(shape, strides)) if n > 1 and s * esize == old_bytes), default=None)
+    if k is None:
+        return None
+    out = list(strides)
+    out[k] = new_bytes // esize
+    return tuple(out)
+
+
 def coalesced(shape, *strides) -> tuple[list[int], ...]:
     """The same (offset, ...) set of a strided index space with unit dims dropped and each
     pair of neighbouring dims merged where the outer one continues the inner on every side

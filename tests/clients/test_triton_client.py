@@ -109,3 +109,30 @@ def test_a_plan_edited_past_its_views_does_not_run(client, monkeypatch):
     with pytest.raises(InputError) as e:
         build_kernel(negative)
     assert e.value.headline.field.endswith("dims[0].src_stride")
+
+
+def test_a_relaid_out_plan_runs_from_its_response_on_relaid_out_tensors(client, monkeypatch):
+    """A plan with a `relayout` (options.allow_padding) moves into the re-allocated pitch:
+    built from its response it checks the caller's tensors against the relaid-out views (it
+    refused every such plan: "the plan's pieces reach 4604 bytes past src's first element;
+    the request's view of src spans 4510"), and it copies them exactly."""
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    src_v = {"dtype": "bfloat16", "shape": [1, 48, 23, 2, 1], "strides": [2256, 47, 2, 1, 1000], "base_align": 16}
+    dst_v = {"dtype": "bfloat16", "shape": [1, 48, 23, 2, 1], "strides": [0, 46, 2, 1, 1], "base_align": 16}
+    resp = optimize({"op": {"kind": "copy", "src": src_v, "dst": dst_v},
+                     "options": {"max_plans": 3, "allow_padding": True}})
+    i = next(i for i, p in enumerate(resp["plans"]) if p.get("relayout"))
+    k = build_kernel(resp, plan_index=i, variant="tl")
+    pitch = {r["side"]: r["new_stride_bytes"] // 2 for r in resp["plans"][i]["relayout"]}
+    src_s = [pitch["src"] if s == 47 else s for s in src_v["strides"]] if "src" in pitch else src_v["strides"]
+    dst_s = [pitch["dst"] if s == 46 else s for s in dst_v["strides"]] if "dst" in pitch else dst_v["strides"]
+    shape = src_v["shape"]
+    src = torch.as_strided(torch.randn(48 * 128, dtype=torch.float32).to(torch.bfloat16), shape, src_s)
+    dst = torch.as_strided(torch.zeros(48 * 128, dtype=torch.bfloat16), shape, dst_s)
+    k(src, dst)
+    assert torch.equal(dst.view(torch.int16), src.view(torch.int16))

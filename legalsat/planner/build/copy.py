@@ -17,7 +17,7 @@ from legalsat.protocols.synth import TmaPipelineSpec
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.integers import cdiv
-from legalsat.terms.movement import Copy, transposed_pair
+from legalsat.terms.movement import Copy, relaid_out, transposed_pair
 from legalsat.terms.strategy import Strategy
 
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
@@ -161,13 +161,11 @@ def build_copy(form: Formulation, smem: int, target: Target) -> tuple[list[Piece
 
 def prove_copy_plan(m: Copy, form: Formulation, walks: list[Walk]) -> Proof:
     """The copy plan's proof, against the request with the plan's relayouts applied."""
-    src_strides, dst_strides = list(m.src.strides), list(m.dst.strides)
+    strides = {"src": m.src.strides, "dst": m.dst.strides}
     es = m.src.esize
     for rl in form.relayouts:  # the plan moves into the re-allocated layout
-        strides = src_strides if rl.side == "src" else dst_strides
-        k = max((k for k, (n, s) in enumerate(zip(m.src.shape, strides)) if n > 1 and s * es == rl.old_bytes),
-                default=None)
-        if k is None:
+        new = relaid_out(m.src.shape, strides[rl.side], es, rl.old_bytes, rl.new_bytes)
+        if new is None:
             raise Infeasible([Code.RELAYOUT.at()])
-        strides[k] = rl.new_bytes // es
-    return prove_copy(m.src.shape, src_strides, dst_strides, es, walks)
+        strides[rl.side] = new
+    return prove_copy(m.src.shape, list(strides["src"]), list(strides["dst"]), es, walks)
