@@ -92,7 +92,8 @@ def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) ->
     out = torch.empty(out_shape, dtype=dtype, device=device)
     group = None
     if ix.get("groups"):
-        top_k = (workload.get("extra") or {}).get("top_k", max(1, count // bound))
+        # k slots a row (rows in order): enough that count slots stay within the bound
+        top_k = (workload.get("extra") or {}).get("top_k", -(-count // bound))
         index = torch.arange(count, device=device) // top_k
         group = torch.randint(0, ix["groups"], (count,), device=device, generator=gen)
     elif ix.get("unique"):

@@ -123,3 +123,28 @@ def test_a_broadcast_source_copies_bit_exact(dtype, shape, src_strides, dst_stri
     for i, plan in enumerate(resp["plans"]):
         poison(inp)
         assert same_bits(inp.call(build_kernel(resp, plan_index=i, variant="tl")), want), plan["strategy"]
+
+
+@pytest.mark.parametrize("rows,count", [(23, 70), (23, 24), (5, 3)])
+def test_a_grouped_gathers_plans_are_exact_when_slots_do_not_divide_the_rows(monkeypatch, rows, count):
+    """An MoE gather of `count` slots over `rows` rows with no top_k given: the inputs take
+    ceil(count / rows) slots a row (count // rows put 70 slots over 23 rows past the last
+    row: the reference raised IndexError), and every plan matches PyTorch."""
+    require_client()
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    req = {"op": {"kind": "gather", "src": {"dtype": "int64", "shape": [rows, 1], "strides": [1, 1], "base_align": 8},
+                  "axis": 0, "index": {"count": count, "distribution": "sorted", "groups": 2}},
+           "options": {"max_plans": 8}}
+    resp = optimize(req)
+    inp = make_inputs(resp, {"torch_op": "index_select", "extra": {}}, "cpu", torch.Generator().manual_seed(3))
+    assert int(inp.index.max()) < rows
+    want = reference(inp)
+    for i in range(len(resp["plans"])):
+        poison(inp)
+        assert same_bits(inp.call(build_kernel(resp, plan_index=i, variant="tl")), want), resp["plans"][i]["strategy"]
