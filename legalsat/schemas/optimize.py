@@ -333,6 +333,10 @@ def parse_request(obj: object) -> PlanRequest:
         return _parse(obj)
     if not isinstance(obj, dict):
         raise _bad(None, "a request must be a JSON object", 'send {"target": ..., "op": {...}}')
+    # what the service checks before it queues a request, first and in its order: a request
+    # with several problems is named by the same one here and over HTTP
+    check_request_shape(obj)
+    check_request_id(obj.get("request_id"))
     if obj.get("term") is None:
         return _parse(obj)
     if obj.get("op") is not None:

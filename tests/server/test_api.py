@@ -208,3 +208,22 @@ def test_every_operation_documents_the_refusals_made_before_routing(client):
     for path, item in doc["paths"].items():
         for method, op in item.items():
             assert {"400", "408", "431"} <= set(op["responses"]), (method, path)
+
+
+@pytest.mark.parametrize("req", [
+    {**SMALL, "options": {"max_plans": 0}, "request_id": 5},
+    {"term": "(", "request_id": "x" * 200},
+    {"term": "x" * 70_000, "zzz": 1},
+    {"term": "x" * 70_000, "op": SMALL["op"]},
+], ids=["request_id-and-options", "request_id-and-term", "unknown-and-overlong-term", "overlong-term-and-op"])
+def test_a_request_with_several_problems_is_named_alike_by_the_service_and_the_library(client, req):
+    """The service checks a request's shape and request_id before it queues it; the library
+    checks them first too, so both name the same problem (they named request_id against
+    options.max_plans, zzz against the term, ...)."""
+    import legalsat
+    from legalsat.diagnostics import InputError
+
+    with pytest.raises(InputError) as e:
+        legalsat.optimize(req)
+    body = error(client.post("/v1/optimize", json=req), 422, e.value.headline.code.id)
+    assert body["field"] == e.value.headline.field and body["message"] == e.value.headline.message
