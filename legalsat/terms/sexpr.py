@@ -114,6 +114,17 @@ def _view(x: Sexp, where: str) -> dict:
     return out
 
 
+def _options(rest: list, what: str) -> list[tuple[object, object]]:
+    """The :key value pairs of a term's options; a key given twice is an error (which of its
+    values would count is not the writer's choice, as a JSON object's repeated key)."""
+    pairs = list(zip(rest[::2], rest[1::2]))
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise _err(f"the {what} option {show(twice)} is given twice", "give each option once")
+    return pairs
+
+
 def _index(x: Sexp) -> dict:
     if not (isinstance(x, list) and len(x) >= 3 and x[0] == "index" and isinstance(x[1], int)):
         raise _err(f"a gather's index must be (index COUNT DISTRIBUTION [:page_size P] [:unique true] "
@@ -122,8 +133,10 @@ def _index(x: Sexp) -> dict:
     rest = x[3:]
     if len(rest) % 2:
         raise _err(f"index options come in :key value pairs, got {show(rest)}", "write e.g. :page_size 16")
-    for k, v in zip(rest[::2], rest[1::2]):
+    for k, v in _options(rest, "index"):
         if k == ":unique":
+            if v not in ("true", "false"):
+                raise _err(f":unique is {show(v)}; it is true or false", "write :unique true (or leave it out)")
             out["unique"] = v == "true"
         elif k in (":page_size", ":groups"):
             out[k[1:]] = v
@@ -139,7 +152,7 @@ def _consumer(x: Sexp):
         raise _err(f"a tile's consumer must be a name or (NAME [:major k|mn] [:instruction (M N K)] "
                    f"[:element DTYPE]), got {show(x)}", "write e.g. wgmma_a or (wgmma_a :major k)")
     out: dict = {"kind": x[0]}
-    for k, v in zip(x[1::2], x[2::2]):
+    for k, v in _options(x[1:], "consumer"):
         if k == ":major":
             out["major"] = str(v)
         elif k == ":instruction":

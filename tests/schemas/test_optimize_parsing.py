@@ -257,3 +257,18 @@ def test_a_tile_walk_past_a_tebibyte_is_named_not_overflowed(src, tile):
     with pytest.raises(InputError) as e:
         legalsat.optimize({"op": {"kind": "load_tile", "src": src, "tile": tile, "consumer": "rows"}})
     assert e.value.headline.field == "op.tile" and "2^40" in e.value.headline.message
+
+
+@pytest.mark.parametrize("term,says", [
+    ("(gather (view bfloat16 (65536 8 128) (1024 128 1) 16) 0 (index 512 paged :page_size 16 :unique TRUE))",
+     ":unique is TRUE"),
+    ("(gather (view bfloat16 (65536 8 128) (1024 128 1) 16) 0 (index 512 paged :page_size 16 :page_size 32))",
+     ":page_size is given twice"),
+    ("(load_tile (view bfloat16 (64 64) (64 1) 16) (64 64) (wgmma_a :major k :major mn))", ":major is given twice"),
+])
+def test_a_terms_options_are_read_as_written_or_refused(term, says):
+    """`:unique TRUE` (or yes, 1) read as false, and an option given twice kept its last value:
+    both silently; the JSON form refuses "unique": "yes" and a repeated key."""
+    with pytest.raises(InputError) as e:
+        parse_request({"term": term})
+    assert e.value.headline.field == "term" and says in e.value.headline.message
