@@ -147,7 +147,8 @@ class OptimizeRequest(Strict):
                "dst": {"dtype": "bfloat16", "shape": [8192, 8192], "strides": [1, 8192], "base_align": 16}},
         "options": {"max_plans": 3}}]})
 
-    target: str = Field("sm90", description=f"hardware target: {', '.join(TARGET_NAMES)}")
+    target: str = Field("sm90", description=f"hardware target: {', '.join(TARGET_NAMES)} (over HTTP the default is "
+                        "the server's LEGALSAT_TARGET)")
     op: Annotated[CopyOp | LoadTileOp | GatherOp, Field(discriminator="kind")] | None = None
     term: Annotated[str, Field(max_length=MAX_TERM_CHARS)] | None = Field(
         None, description="the movement as an s-expression")

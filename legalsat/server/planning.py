@@ -80,6 +80,8 @@ async def plan_one(state: ServiceState, obj: object, gone: Disconnection | None 
     # only valid requests are cached and the key is all but the request_id: a hit checks that
     # alone; a miss is parsed in full by the worker (its cost grows with the input)
     check_request_shape(obj)  # unknown fields and an overlong term: 422 here, not after a wait for a worker
+    if "target" not in obj:  # the server's target (LEGALSAT_TARGET), as the analysis routes take it
+        obj = {**obj, "target": state.settings.target}
     rid = check_request_id(obj.get("request_id"))
     opts = obj.get("options") if isinstance(obj.get("options"), dict) else {}
     keep = opts.get("keep_egraph") is True

@@ -254,3 +254,17 @@ def test_a_request_the_schema_refuses_at_its_top_is_answered_before_any_wait():
         assert e["field"] == "term" and "the limit is 65536" in e["message"]
         assert time.perf_counter() - t < 1.5  # the slow request still holds the worker
         assert slow.result().status_code == 200
+
+
+def test_every_route_defaults_to_the_servers_target():
+    """LEGALSAT_TARGET=sm100: an optimize request that names no target is planned for sm100
+    (it was planned for sm90, while the analysis routes took sm100), and an empty `?target=`
+    is refused as the library refuses it (it fell back to the server's target)."""
+    with LiveServer(workers=1, cache_path="", target="sm100", log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=60) as c:
+        r = c.post("/v1/optimize", json=SMALL)
+        assert r.status_code == 200 and r.json()["target"] == "sm100"
+        assert c.post("/v1/optimize", json={**SMALL, "target": "sm90"}).json()["target"] == "sm90"
+        desc = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [64, 64], "global_strides": [128],
+                "box_dim": [64, 64]}
+        error(c.post("/v1/descriptors/validate?target=", json=desc), 422, "unknown_target", "target")

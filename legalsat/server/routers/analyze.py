@@ -29,7 +29,7 @@ async def validate_descriptor(request: Request, target: str | None = Query(
     strides in bytes) with the model that agrees with the CUDA driver; each violation names
     its rule, field and fix."""
     obj = await parse_json(await read_body(request), "a descriptor", max_values=SMALL_REQUEST_VALUES)
-    return api.validate_descriptor(obj, target or state.settings.target)
+    return api.validate_descriptor(obj, state.settings.target if target is None else target)
 
 
 @router.post("/v1/analyze/bank-conflicts", response_model=BankReportOut,
