@@ -59,7 +59,7 @@ class ParityIn(Strict):
 
     shift: SmallInt = Field(0, description="iteration offset")
     flip: StrictBool = Field(False, description="invert the parity (a producer waiting for an empty stage)")
-    fixed: Literal[0, 1] | None = Field(None, description="this parity, whatever i")
+    fixed: Annotated[StrictInt, Field(ge=0, le=1)] | None = Field(None, description="this parity (0 or 1), whatever i")
     period: Annotated[StrictInt, Field(ge=1, le=MAX_SLOTS)] | None = Field(
         None, description="iterations per phase (default: the waited barrier array's count)")
 
@@ -220,6 +220,13 @@ class _Builder:
 
     def build(self) -> Protocol:
         m = self.m
+        seen: dict[str, str] = {}  # one namespace: a reference names a barrier or a buffer, never both
+        for kind, arrays in (("barriers", m.barriers), ("buffers", m.buffers)):
+            for k, a in enumerate(arrays):
+                if a.name in seen:
+                    self.bad(f"{kind}[{k}].name", f"the name {a.name!r} is declared twice ({seen[a.name]} and "
+                                                  f"{kind}[{k}])", "give every barrier and buffer array its own name")
+                seen.setdefault(a.name, f"{kind}[{k}]")
         roles = []
         names = set()
         for ri, r in enumerate(m.roles):

@@ -109,3 +109,29 @@ def test_verification_past_its_work_bound_is_refused_before_it_runs():
     assert e.value.headline.field == "iterations"
     assert time.perf_counter() - t < 5
     assert legalsat.verify_pipeline(arrivals(8, 20)).trip_counts  # under the bound: verified
+
+
+def _one_role(*ops) -> dict:
+    return {"roles": [{"name": "p", "blocks": [{"count": 2, "ops": list(ops)}]}]}
+
+
+@pytest.mark.parametrize("declared,field", [
+    ({"barriers": [{"name": "full", "count": 2}], "buffers": [{"name": "full", "count": 2, "bytes": 64}]},
+     "buffers[0].name"),
+    ({"barriers": [{"name": "full", "count": 2}, {"name": "full", "count": 4}]}, "barriers[1].name"),
+])
+def test_a_name_declared_twice_is_refused(declared, field):
+    """Two arrays of one name (two barrier arrays, or a barrier and a buffer) were accepted,
+    the later silently standing for both: the trip counts checked changed from 6 to 14."""
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline({**declared, **_one_role({"op": "arrive", "bar": "full"})})
+    assert e.value.headline.field == field and "declared twice" in e.value.headline.message
+
+
+@pytest.mark.parametrize("fixed", [True, False, 1.0, 0.0])
+def test_a_fixed_parity_is_an_integer(fixed):
+    """`phase.fixed` took true, false, 1.0 and 0.0 (a Literal[0, 1] compares by equality)."""
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline({"barriers": [{"name": "b"}],
+                                  **_one_role({"op": "wait", "bar": "b", "phase": {"fixed": fixed}})})
+    assert e.value.headline.field.endswith("phase.fixed")
