@@ -177,7 +177,7 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
                    f"{len(v.shape)}", "give one stride (in elements) per dim, outermost first")
     for k, n in enumerate(v.shape):
         if n < 1:
-            raise _bad(f"{field}.shape[{k}]", f"{field}.shape[{k}] is {n}; extents must be >= 1",
+            raise _bad(f"{field}.shape[{k}]", f"{field}.shape[{k}] is {shown_int(n)}; extents must be >= 1",
                        "a movement of an empty tensor has nothing to plan: skip it")
     for name, values in (("shape", v.shape), ("strides", v.strides)):
         for k, x in enumerate(values):  # one value past the memory bound: named before any product

@@ -27,7 +27,7 @@ from legalsat.protocols.model import (
     Role,
     Slot,
 )
-from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
+from legalsat.schemas.base import ErrorOut, Out, Strict, json_input, shown_int
 from legalsat.schemas.validation import details_from_validation
 
 if TYPE_CHECKING:  # the verifier (networkx) stays out of what plans and kernels import
@@ -194,7 +194,7 @@ class _Builder:
             return None
         if ref.fixed is not None and ref.fixed >= table[ref.name].count:
             self.bad(where, f"{kind} {ref.name!r} has {table[ref.name].count} element(s); fixed "
-                            f"element {ref.fixed} does not exist", "use a smaller fixed index")
+                            f"element {shown_int(ref.fixed)} does not exist", "use a smaller fixed index")
         return Slot(ref.name, ref.shift, ref.fixed, ref.all)
 
     def op(self, o: OpIn, where: str, housekeeping: bool = False) -> Op:

@@ -272,3 +272,12 @@ def test_a_terms_options_are_read_as_written_or_refused(term, says):
     with pytest.raises(InputError) as e:
         parse_request({"term": term})
     assert e.value.headline.field == "term" and says in e.value.headline.message
+
+
+def test_a_negative_extent_of_thirty_digits_is_not_shown_as_its_stand_in():
+    """Past 24 digits a JSON integer is read as a stand-in (10^24 with its sign): the message
+    said "is -1000000000000000000000000" for -10^30."""
+    view = '{"dtype": "bfloat16", "shape": [-1000000000000000000000000000000, 4], "strides": [4, 1]}'
+    with pytest.raises(InputError) as e:
+        parse_request(f'{{"op": {{"kind": "copy", "src": {view}, "dst": {view}}}}}')
+    assert "more than 24 digits" in e.value.headline.message and "1000000" not in e.value.headline.message
