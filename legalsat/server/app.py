@@ -95,7 +95,7 @@ def serve(settings: Settings) -> None:
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
                 http=bounded_protocol(settings.max_header_bytes, settings.head_timeout_s),
                 log_level=settings.log_level, timeout_graceful_shutdown=settings.shutdown_grace_s,
-                access_log=False)
+                access_log=False, ws="none")  # no WebSocket route: an upgrade is an HTTP request like any other
 
 
 def _raise_open_files_limit() -> None:

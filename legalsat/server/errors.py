@@ -158,7 +158,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, e: RequestValidationError):
-        details = details_from_validation(list(e.errors())) or [
+        # a path or query parameter is named as the route names it ("egraph_id", not FastAPI's
+        # "path.egraph_id"); bodies are validated by the routes themselves
+        errors = [{**err, "loc": tuple(err.get("loc", ()))[1:]}
+                  if tuple(err.get("loc", ()))[:1] in (("path",), ("query",), ("header",)) else err
+                  for err in e.errors()]
+        details = details_from_validation(errors) or [
             Code.INVALID_INPUT.at("invalid request", "see the route's schema at /docs")]
         return error_json(422, InputError(details).to_dict())
 

@@ -227,3 +227,10 @@ def test_a_request_with_several_problems_is_named_alike_by_the_service_and_the_l
         legalsat.optimize(req)
     body = error(client.post("/v1/optimize", json=req), 422, e.value.headline.code.id)
     assert body["field"] == e.value.headline.field and body["message"] == e.value.headline.message
+
+
+def test_a_path_parameter_is_named_as_the_route_names_it(client):
+    """An e-graph id past 64 characters was named `path.egraph_id` (FastAPI's location), one
+    within them `egraph_id`."""
+    error(client.get("/v1/egraphs/" + "a" * 65), 422, "invalid_input", "egraph_id")
+    error(client.get("/v1/egraphs/" + "a" * 64), 404, "not_found", "egraph_id")

@@ -309,3 +309,13 @@ def test_a_batch_item_whose_json_is_refused_fails_alone(server):
     assert [o["status"] for o in out] == ["ok", "error", "error", "error", "error", "ok"]
     assert [o["error"]["code"] for o in out[1:5]] == ["invalid_json", "invalid_json", "invalid_input", "invalid_input"]
     assert out[1]["error"]["field"] == "options.max_plans" and out[4]["error"]["field"] == "op"
+
+
+def test_a_websocket_upgrade_is_an_http_request_like_any_other(server):
+    """The service has no WebSocket route: an upgrade got uvicorn's bare 403 (text, no body, no
+    nosniff, no Host check); it is routed as HTTP now, so it gets the service's own answer."""
+    answer = _raw(server.url, b"GET /v1/anything HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n"
+                              b"Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+                              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n", wait=2)
+    assert answer.startswith(b"HTTP/1.1 404") and b'"not_found"' in answer, answer[:300]
+    assert b"x-content-type-options: nosniff" in answer.lower()
