@@ -124,8 +124,13 @@ async def disconnection(request: Request):
 
 
 def _is_json(content_type: str) -> bool:
-    media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
+    """application/json or application/SOMETHING+json, in UTF-8 (RFC 8259: JSON between
+    systems is UTF-8; a body declared in another charset would be misread, not converted)."""
+    media, *params = (p.strip().lower() for p in content_type.split(";"))
+    charset = next((p.split("=", 1)[1].strip().strip('"') for p in params if p.startswith("charset=")), "utf-8")
+    json_type = media == "application/json" or (media.startswith("application/") and media.endswith("+json")
+                                                and len(media) > len("application/+json"))
+    return json_type and charset in ("utf-8", "utf8")
 
 
 def _load(body: bytes, label: str, max_values: int, kind: type) -> object:

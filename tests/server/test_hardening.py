@@ -195,9 +195,12 @@ def test_http_limits_hold_and_refusals_keep_the_error_shape():
         slow = _raw(srv.url, b"POST /v1/optimize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     b"Content-Length: 1000\r\n\r\n{\"op\":", wait=10)
         assert slow.startswith(b"HTTP/1.1 408") and b'"body_timeout"' in slow and time.perf_counter() - t < 5
-        for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x"):
+        for kind in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+                     "application/json; charset=utf-16", "application/+json"):  # misread, not converted
             r = c.post("/v1/optimize", content=b"{}", headers={"content-type": kind})
             assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
+        for kind in ("application/json; charset=UTF-8", 'application/json;charset="utf-8"', "application/vnd.x+json"):
+            assert c.post("/v1/optimize", json=SMALL, headers={"content-type": kind}).status_code == 200, kind
         r = c.post("/v1/optimize", json=SMALL, headers={"host": "evil.example"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "bad_host"
         assert c.post("/v1/optimize", json=SMALL, headers={"host": "legalsat.local"}).status_code == 200
