@@ -69,14 +69,3 @@ def test_workers_and_worker_memory_default_to_what_the_process_may_use(tmp_path,
     assert s.worker_memory_mb == min(4096, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20) * 3 // 4 // 2
 
 
-
-def test_the_settings_targets_are_the_packages():
-    """Settings import nothing of the package: their target names are pinned to legalsat.targets'."""
-    from typing import get_args
-
-    from legalsat.settings import Settings
-    from legalsat.targets import TARGET_NAMES
-
-    assert tuple(sorted(get_args(Settings.model_fields["target"].annotation))) == TARGET_NAMES
-    with pytest.raises(ValueError):
-        Settings(target="sm91")

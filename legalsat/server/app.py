@@ -26,6 +26,7 @@ from legalsat.server.metrics import Metrics, MetricsMiddleware
 from legalsat.server.pool import WorkerPool
 from legalsat.server.routers import analyze, docs, egraphs, health, optimize, verify
 from legalsat.settings import Settings, get_settings
+from legalsat.targets import resolve_target
 
 log = logging.getLogger("legalsat.server")
 STATIC = Path(__file__).parent / "static"
@@ -42,6 +43,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """A configured application; its workers start with the lifespan (i.e. under uvicorn or
     `with TestClient(app)`)."""
     settings = settings or get_settings()
+    resolve_target(settings.target, field="LEGALSAT_TARGET")  # a misspelt default stops the start, named
     metrics = Metrics()
 
     @asynccontextmanager

@@ -11,6 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from legalsat.testing.live_server import LiveServer
 
@@ -268,3 +269,13 @@ def test_every_route_defaults_to_the_servers_target():
         desc = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [64, 64], "global_strides": [128],
                 "box_dim": [64, 64]}
         error(c.post("/v1/descriptors/validate?target=", json=desc), 422, "unknown_target", "target")
+
+
+def test_a_misspelt_server_target_stops_the_start():
+    from legalsat.diagnostics import InputError
+    from legalsat.server.app import create_app
+    from legalsat.settings import Settings
+
+    with pytest.raises(InputError) as e:
+        create_app(Settings(target="sm91"))
+    assert e.value.headline.field == "LEGALSAT_TARGET" and "unknown target 'sm91'" in e.value.headline.message
