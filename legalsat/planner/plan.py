@@ -204,7 +204,7 @@ class Proof:
     equal: bool
     injective: bool
     relation: str
-    method: str = "isl"  # or "enumeration": every point of a small copy isl's decoder cannot read
+    method: str = "isl"  # or "enumeration": every point of a small copy neither side of which nests
 
     @property
     def ok(self) -> bool:

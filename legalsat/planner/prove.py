@@ -160,8 +160,16 @@ def _box_check(shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides
     """(a)-(c) of `_check_by_decoding` for the box of one piece (None: the dst layout is not
     nested); a pure function of its arguments, so kept."""
     vars_, bounds, src_x, dst_x = _walk(Walk(piece, linear=piece.elems), "p", unit)
-    # offsets shared by the request and the plan (a gather's j / r bases) cancel
+    # offsets shared by the request and the plan (a gather's j / r bases) cancel. The index
+    # is decoded from the dst offset, or where dst's dims interleave (strides that do not
+    # nest) from the src offset: the walk then has to be injective on src, which with (a),
+    # (b) and the count makes it a bijection onto the request's indices (whose dst offsets
+    # are distinct: the request was refused otherwise)
+    key_x = dst_x
     idx_x = _decoder(shape, dst_strides, dst_x)
+    if idx_x is None:
+        key_x = src_x
+        idx_x = _decoder(shape, src_strides, src_x)
     if idx_x is None:
         return None
     space = f"[{', '.join(params + tuple(vars_))}]"
@@ -171,7 +179,7 @@ def _box_check(shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides
     inb = " and ".join(f"0 <= {e} < {n}" for e, n in zip(idx_x, shape))
     bad = isl.Set(f"{{ {space} : {base} and not ({inb} and {req_src} = {src_x} and {req_dst} = {dst_x}) }}")
     walk_only = " and ".join(bounds) or "true"
-    injective = isl.Map(f"{{ [{', '.join(vars_)}] -> [{dst_x}] : {walk_only} }}").is_injective()
+    injective = isl.Map(f"{{ [{', '.join(vars_)}] -> [{key_x}] : {walk_only} }}").is_injective()
     return bad.is_empty(), injective
 
 
@@ -194,10 +202,11 @@ def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -
         if len(walks) > 1:
             _, full = _plan_maps(walks, [], esize)
             injective &= full.is_injective()
+        side = "dst" if _decoder(shape, dst_strides, "a") is not None else "src"
         return Proof(equal and total == numel, injective,
-                     f"{{ walk -> i }} decoded from dst offsets over shape {label_shape}")
+                     f"{{ walk -> i }} decoded from {side} offsets over shape {label_shape}")
     if numel <= ENUMERATION_LIMIT:
-        # a destination whose strides are not nested has no quasi-affine decoder, and isl's
+        # neither side's strides nest (both interleave dims): no quasi-affine decoder, and isl's
         # check with existentials ignores its operation budget (a 3x7x2x3x7 uint8 copy with dst
         # strides [2, 100, 1, 64, 4096] ran for minutes): a small one is checked point by point
         equal, injective = _check_by_enumeration(shape, src_strides, dst_strides, walks, esize)

@@ -87,7 +87,7 @@ class ProofOut(Out):
 
     method: Literal["isl", "enumeration"] = Field(
         description="the prover: isl (symbolic), or enumeration (every element of a copy of at most 2^20 elements "
-                    "whose destination strides do not nest, which isl's existential check cannot bound)")
+                    "neither of whose sides' strides nest, which isl's existential check cannot bound)")
     verified: bool = Field(description="equal and injective")
     equal: bool = Field(description="the plan's element map equals the request's")
     injective: bool = Field(description="no element is moved twice")

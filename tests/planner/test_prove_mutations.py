@@ -15,10 +15,12 @@ from legalsat.terms.strategy import Strategy
 
 V = {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]}
 COPY = {"op": {"kind": "copy", "src": V, "dst": {**V, "strides": [1, 64]}}}
-# a destination whose dims interleave (strides that do not nest): proven element by element
+# a destination whose dims interleave (strides that do not nest): decoded from src; and with
+# both sides interleaved: proven element by element
 INTERLEAVED = {"op": {"kind": "copy",
                       "src": {"dtype": "uint8", "shape": [3, 7, 2, 3, 7], "strides": [294, 42, 21, 7, 1]},
                       "dst": {"dtype": "uint8", "shape": [3, 7, 2, 3, 7], "strides": [2, 100, 1, 64, 4096]}}}
+BOTH_INTERLEAVED = {"op": {**INTERLEAVED["op"], "src": {**INTERLEAVED["op"]["src"], "strides": [64, 100, 1, 2, 4096]}}}
 GATHER = {"op": {"kind": "gather", "src": {"dtype": "float32", "shape": [100, 24], "strides": [24, 1]}, "axis": 0,
                  "index": {"count": 40, "distribution": "random"}}}
 TILE = {"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [300, 200], "strides": [200, 1]},
@@ -51,9 +53,10 @@ def _shifted(walk):
 
 @pytest.mark.parametrize("request_, strategy", [(COPY, Strategy.TMA), (COPY, Strategy.STAGED_SMEM),
                                                 (COPY, Strategy.DIRECT), (GATHER, Strategy.DIRECT),
-                                                (INTERLEAVED, Strategy.DIRECT), (INTERLEAVED, Strategy.STAGED_SMEM)],
+                                                (INTERLEAVED, Strategy.DIRECT), (INTERLEAVED, Strategy.STAGED_SMEM),
+                                                (BOTH_INTERLEAVED, Strategy.DIRECT)],
                          ids=["copy-tma", "copy-staged", "copy-direct", "gather-direct", "interleaved-direct",
-                              "interleaved-staged"])
+                              "interleaved-staged", "both-interleaved-direct"])
 def test_broken_copy_and_gather_walks_are_refused(request_, strategy):
     prover = _prover(request_, strategy)
     at = len(prover.args) - 1  # the walks are the last argument of prove_copy_plan and prove_gather
