@@ -133,7 +133,9 @@ def _is_json(content_type: str) -> bool:
     return json_type and charset in ("utf-8", "utf8")
 
 
-def _load(body: bytes, label: str, max_values: int, kind: type) -> object:
+def _parse_body(body: bytes, label: str, max_values: int, kind: type) -> object:
+    """`parse_json`'s work, off the event loop for a large body: a list's items are checked
+    one by one, each refused item replaced by its InputError."""
     obj = load_json(body, label, max_values, check=kind is not list)
     if kind is not list or not isinstance(obj, list):
         return check_json_value(obj, label) if kind is list else obj
@@ -158,8 +160,8 @@ async def parse_json(body: bytes, what: str, kind: type = dict, max_values: int 
     an item that nests too deep, repeats a key, holds NaN or a lone surrogate is replaced by
     its InputError (a batch item fails alone)."""
     label = f"the body ({what})"
-    obj = await asyncio.to_thread(_load, body, label, max_values, kind) if len(body) > LARGE_BODY else \
-        _load(body, label, max_values, kind)
+    obj = await asyncio.to_thread(_parse_body, body, label, max_values, kind) if len(body) > LARGE_BODY else \
+        _parse_body(body, label, max_values, kind)
     if not isinstance(obj, kind):
         shape = "a JSON array" if kind is list else "a JSON object"
         raise Code.INVALID_INPUT.error(f"the body is {json_kind(obj)}; {what} is {shape}", f"send {what} as {shape} "
