@@ -117,10 +117,61 @@ def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
     return op
 
 
+def _room(t: torch.Tensor) -> int:
+    """Bytes of `t`'s storage from its first element on."""
+    return t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
+
+
+def _extent_bytes(t: torch.Tensor) -> tuple[int, int]:
+    """[first, last + 1) bytes of `t`'s storage its view touches (non-negative strides)."""
+    start = t.storage_offset() * t.element_size()
+    return start, start + (span(t.shape, t.stride()) * t.element_size() if t.numel() else 0)
+
+
+def _check_apart(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str) -> None:
+    """InputError when `b` (written) shares bytes of storage with `a`: the kernel reads and
+    writes without ordering (PyTorch refuses such a copy too)."""
+    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr() or not a.numel() or not b.numel():
+        return
+    (a0, a1), (b0, b1) = _extent_bytes(a), _extent_bytes(b)
+    if a0 < b1 and b0 < a1:
+        raise _arg_error(b_name, f"{a_name} and {b_name} share memory (bytes {max(a0, b0)}..{min(a1, b1)} of one "
+                         "storage): the kernel would read what it has overwritten",
+                         f"pass a {b_name} of its own storage (clone {a_name} first if it must land in place)")
+
+
+def _check_written(t: torch.Tensor, name: str, need: int) -> None:
+    """A tensor the kernel writes: no autograd leaf (an in-place write outside autograd), and
+    room for the `need` bytes the kernel writes from its first element."""
+    if t.requires_grad:
+        raise _arg_error(name, f"{name} requires grad: the kernel writes it in place, outside autograd",
+                         f"pass {name}.detach() (or a tensor that does not require grad)")
+    if need > _room(t):
+        raise _arg_error(name, f"the kernel writes {need} bytes from {name}'s first element; its storage holds "
+                         f"{_room(t)}", f"allocate {name} as the kernel asks (its shape, contiguous)")
+
+
 def _within(t: torch.Tensor, bound: int) -> bool:
     """0 <= every entry < bound (one pass, one host sync)."""
     lo, hi = torch.aminmax(t)
     return int(lo) >= 0 and int(hi) < bound
+
+
+def _check_gather_request(g, op: dict) -> None:
+    """The gather fields of a plan against its request (the response's term): the index
+    bound, the strides of an entry on each side and the output's shape."""
+    src, axis = op["src"], op["axis"]
+    unit = op["index"].get("page_size") or 1
+    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
+    out_strides = [prod(out_shape[k + 1:]) for k in range(len(out_shape))]
+    want = {"index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
+            "out_index_stride_bytes": out_strides[axis] * unit * es, "out_shape": out_shape}
+    for name, value in want.items():
+        have = getattr(g, name)
+        if (list(have) if isinstance(have, (list, tuple)) else have) != value:
+            raise plan_error(f"gather.{name}", f"gather.{name} is {have}; the request's gives {value}: the plan is "
+                             "not the request's", "plan the request again")
 
 
 class Kernel:
@@ -146,6 +197,20 @@ class Kernel:
         pieces = [word_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces)]
         self._reach = {side: max(((wp.src_offset if side == "src" else wp.dst_offset) + wp.span(side)) * wp.word
                                  for wp in pieces) for side in ("src", "dst")}
+        g = plan.gather
+        if g is not None:  # a slab per index entry: the farthest entry's slab on each side
+            if g.index_bound < 1 or g.index_count < 0:
+                raise plan_error("gather.index_bound", "a gather's index bound is at least 1",
+                                 "send the plan as the planner returned it")
+            if request_op is not None:  # the request's own fields first: they say which one is wrong
+                _check_gather_request(g, request_op)
+            self._reach["src"] += (g.index_bound - 1) * g.src_index_stride_bytes
+            self._reach["dst"] += max(g.index_count - 1, 0) * g.out_index_stride_bytes
+            out_bytes = g.index_count * g.slab_bytes
+            if self._reach["dst"] > out_bytes and g.index_count:
+                raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
+                                 f"out_shape {list(g.out_shape)} holds {out_bytes}: the plan is not one the planner "
+                                 "made", "send the plan as the planner returned it")
         for side, view in (request_op or {}).items():  # once: a call's tensors must match these views
             if side in self._reach and isinstance(view, dict) and "strides" in view:
                 spans = span(view["shape"], view["strides"]) * ELEMENT_TYPES[view["dtype"]].storage_bits // 8
@@ -188,12 +253,18 @@ class Kernel:
             raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
                              f"is for shape {view['shape']} strides {view['strides']}",
                              "pass the view the plan was made for, or plan this view")
-        # the pieces' reach against the storage (against the request's views: when the kernel was built)
+        # the pieces' reach against the storage (against the request's views: when the kernel was
+        # built); without the request, against the view's own extent too
         reach = self._reach[side]
-        have = t.untyped_storage().nbytes() - t.storage_offset() * t.element_size()
+        have = _room(t)
         if reach > have:
             raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name} has {have}",
                              "pass the tensor the plan was made for (after the plan's relayout, if any)")
+        extent = _extent_bytes(t)
+        if view is None and reach > extent[1] - extent[0]:
+            raise _arg_error(name, f"the plan reaches {reach} bytes past {name}'s first element; {name}'s view "
+                             f"spans {extent[1] - extent[0]}", "pass the view the plan was made for (build the "
+                             "kernel from the whole response to have every view checked)")
 
     def _cached_desc(self, key, t: torch.Tensor, ptr: int, build):
         """The descriptor cached under `key`, or `build()`'s, kept while the same tensor `t`
@@ -283,6 +354,8 @@ class Kernel:
         self._check_view(dst, op and op["dst"], "dst", "dst")
         if src.device != dst.device:
             raise _arg_error("dst", f"src is on {src.device}, dst on {dst.device}", "put both on one device")
+        _check_written(dst, "dst", self._reach["dst"])
+        _check_apart(src, dst, "src", "dst")
         self._run({"src": src, "dst": dst})
         return dst
 
@@ -310,6 +383,13 @@ class Kernel:
         if list(out.shape) != list(g.out_shape) or not out.is_contiguous() or out.dtype != src.dtype:
             raise _arg_error("out", f"out must be a contiguous {src.dtype} tensor of shape {g.out_shape}",
                              "allocate out with torch.empty(plan['gather']['out_shape'], dtype=src.dtype, ...)")
+        _check_written(out, "out", out.numel() * out.element_size())
+        _check_apart(src, out, "src", "out")
+        for name, t in (("index", index), ("group", group)):
+            if t is not None and t.numel() * t.element_size() > _room(t):
+                raise _arg_error(name, f"{name}'s storage holds {_room(t)} bytes from its first entry; its "
+                                 f"{t.numel()} entries take {t.numel() * t.element_size()}",
+                                 f"pass {name} with the storage its view needs")
         if check_bounds and count and not _within(index, bound):
             raise _arg_error("index", f"index holds entries outside [0, {bound})", "clamp or filter the indices")
         groups = g.groups
@@ -434,6 +514,8 @@ class TileKernel(Kernel):
             raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)} on "
                              f"{src.device}", "allocate it with torch.empty(k.out_shape, dtype=k.out_dtype(src), "
                              "device=src.device)")
+        _check_written(out, "out", out.numel() * out.element_size())
+        _check_apart(src, out, "src", "out")
         words_per_tile = self.emitted.tile.dump_words
         if stages is not None:
             if not words_per_tile:
@@ -478,10 +560,15 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     Raises InputError naming the plan field when the plan cannot become a kernel."""
     p, term = select_plan(plan, plan_index)
     op = _relaid_out(_request_views(term), p)
+    on_sm90 = (os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
+               and torch.cuda.get_device_capability()[0] == 9)
     if variant == "auto":
-        on_sm90 = (os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
-                   and torch.cuda.get_device_capability()[0] == 9)
         variant = default_variant(p, on_sm90)
+    elif variant == "gluon" and not on_sm90:  # Gluon kernels run on an sm90 GPU only, never interpreted
+        where = "Triton's interpreter (TRITON_INTERPRET=1)" if os.environ.get("TRITON_INTERPRET") == "1" else \
+            "a machine without an sm90 GPU"
+        raise plan_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
+                         'use variant="tl" (or "auto"), or run on an H100/H200')
     emitted = emit(p, variant)
     if p.kind == MovementKind.LOAD_TILE:
         return TileKernel(p, emitted, op)

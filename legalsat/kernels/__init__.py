@@ -15,6 +15,8 @@ The kernels depend on the term language and the plan schema only, never on the p
 
 from __future__ import annotations
 
+from math import prod
+
 from pydantic import ValidationError
 
 from legalsat.diagnostics import InputError
@@ -58,6 +60,11 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
     `plan_index`-th plan); raises InputError naming what is wrong."""
     if isinstance(obj, OptimizeResponse):
         obj = obj.model_dump(by_alias=True, exclude_unset=True)
+    if isinstance(obj, dict) and "error" in obj and "plans" not in obj and "kind" not in obj:
+        err = obj["error"] if isinstance(obj["error"], dict) else {}
+        raise plan_error("error", f"this is an error answer ({str(err.get('code'))[:40]}: "
+                         f"{str(err.get('message'))[:200]}), not a plan", "fix the request it answers, plan it "
+                         "again, and pass the optimize response")
     if not (isinstance(obj, dict) and "plans" in obj):
         return validate_plan(obj), None
     plans = obj["plans"]
@@ -110,6 +117,23 @@ def _emit_tile(plan: PlanOut, variant: str, strategy: Strategy) -> Emitted:
                    tile=TileOutput(w.out_shape, "words", read))
 
 
+# elements of the largest block a copy or gather kernel holds (Triton's blocks are powers of
+# two of at most 2^20 elements; the planner's are at most 64 KiB of 1-byte elements)
+MAX_BLOCK_ELEMENTS = 1 << 17
+
+
+def _check_blocks(plan: PlanOut) -> None:
+    """InputError naming the field when a piece's tile, or a gather's rows per program, is not
+    a block the emitted kernels take: powers of two, MAX_BLOCK_ELEMENTS at most in all."""
+    fields = [(f"pieces[{i}].tile", list(p.tile)) for i, p in enumerate(plan.pieces)]
+    if plan.gather is not None:
+        fields.append(("gather.rows_per_program", [plan.gather.rows_per_program]))
+    for field, extents in fields:
+        if any(t < 1 or t & (t - 1) for t in extents) or prod(extents) > MAX_BLOCK_ELEMENTS:
+            raise plan_error(field, f"{field} is {extents}: a kernel's block is powers of two, at most "
+                             f"{MAX_BLOCK_ELEMENTS} elements", "send the plan as the planner returned it")
+
+
 def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
     """The kernel module of one plan. Raises InputError naming the plan field when the plan
     cannot become a kernel."""
@@ -122,6 +146,7 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
     if plan.kind == MovementKind.LOAD_TILE:
         return _emit_tile(plan, variant, strategy)
     pieces = [(i, word_piece(p, f"pieces[{i}]"), p) for i, p in enumerate(plan.pieces)]
+    _check_blocks(plan)
     texts: list[str] = []
     launches: list = []
     descs: dict = {}

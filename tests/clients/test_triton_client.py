@@ -136,3 +136,100 @@ def test_a_relaid_out_plan_runs_from_its_response_on_relaid_out_tensors(client, 
     dst = torch.as_strided(torch.zeros(48 * 128, dtype=torch.bfloat16), shape, dst_s)
     k(src, dst)
     assert torch.equal(dst.view(torch.int16), src.view(torch.int16))
+
+
+def _gather_response():
+    from legalsat.api import optimize
+
+    return optimize({"op": {"kind": "gather", "src": {"dtype": "bfloat16", "shape": [100, 64], "strides": [64, 1]},
+                            "axis": 0, "index": {"count": 77, "distribution": "random"}}})
+
+
+def _refused(call, field: str) -> str:
+    from legalsat.diagnostics import InputError
+
+    with pytest.raises(InputError) as e:
+        call()
+    assert e.value.headline.field == field, e.value.headline
+    return e.value.headline.message
+
+
+def test_a_gather_never_writes_or_reads_past_its_tensors(client, monkeypatch):
+    """out's storage, the index bound's reach into src and the gather fields of an edited plan
+    are checked before any store: a 16-byte out was written 9,856 bytes (the process died), a
+    one-row src was read 12,672 bytes past its end, an edited index bound or entry stride read
+    and wrote outside the tensors."""
+    import copy
+
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    resp = _gather_response()
+    src = torch.randn(100, 64).to(torch.bfloat16)
+    index = torch.randint(0, 100, (77,))
+    short = torch.empty(77, 64, dtype=torch.bfloat16)
+    short.untyped_storage().resize_(16)
+    assert "storage holds 16" in _refused(lambda: build_kernel(resp)(src, index, short), "out")
+    one_row = torch.randn(1, 64).to(torch.bfloat16)
+    alone = build_kernel(resp["plans"][0])  # the plan alone: no request views to check against
+    _refused(lambda: alone(one_row, torch.full((77,), 0), torch.empty(77, 64, dtype=torch.bfloat16)), "src")
+    for name, value in (("index_bound", 1000), ("src_index_stride_bytes", 256), ("out_index_stride_bytes", 256)):
+        edited = copy.deepcopy(resp)
+        edited["plans"][0]["gather"][name] = value
+        _refused(lambda edited=edited: build_kernel(edited), f"gather.{name}")
+    edited = copy.deepcopy(resp["plans"][0])  # the plan alone: its own fields must agree
+    edited["gather"]["out_index_stride_bytes"] = 256
+    _refused(lambda: build_kernel(edited), "gather.out_shape")
+    out = torch.empty(77, 64, dtype=torch.bfloat16, requires_grad=True)
+    _refused(lambda: build_kernel(resp)(src, index, out), "out")
+    _refused(lambda: build_kernel(resp)(src, index, src[:77]), "out")  # out inside src's storage
+
+
+def test_a_copy_refuses_views_it_would_write_outside_or_read_while_writing(client, monkeypatch):
+    """Built from the plan alone, a dst view smaller than the plan's reach was written past its
+    end (within the storage); src and dst sharing memory, and a dst that requires grad, were
+    written silently."""
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.planner_suite import permuted, view
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    resp = optimize({"op": {"kind": "copy", "src": view("bfloat16", (40, 72)),
+                            "dst": permuted("bfloat16", (40, 72), (1, 0))}})
+    src = torch.randn(40, 72).to(torch.bfloat16)
+    buf = torch.full((8192,), 7.0, dtype=torch.bfloat16)
+    alone = build_kernel(resp["plans"][0])
+    assert "view spans" in _refused(lambda: alone(src, buf[100:110]), "dst")
+    assert (buf == 7).all()
+    both = torch.zeros(2 * 40 * 72, dtype=torch.bfloat16)
+    _refused(lambda: build_kernel(resp)(both[:2880].view(40, 72), torch.as_strided(both, (40, 72), (1, 40), 8)),
+             "dst")
+    dst = torch.as_strided(torch.zeros(2880, dtype=torch.bfloat16, requires_grad=True), (40, 72), (1, 40))
+    _refused(lambda: build_kernel(resp)(src, dst), "dst")
+
+
+def test_plans_and_variants_no_kernel_can_run_are_refused_by_name(client, monkeypatch):
+    """A Gluon kernel under the interpreter failed on its first call (a raw AssertionError from
+    torch.cuda); an error answer passed as a response was 'kind: Field required'; a piece tile
+    that is no power of two reached Triton's own error."""
+    import copy
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.planner_suite import permuted, view
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    resp = optimize({"op": {"kind": "copy", "src": view("bfloat16", (64, 128)),
+                            "dst": permuted("bfloat16", (64, 128), (1, 0))}})
+    tma = next(i for i, p in enumerate(resp["plans"]) if p["strategy"] == "tma")
+    assert "interpreter" in _refused(lambda: build_kernel(resp, plan_index=tma, variant="gluon"), "variant")
+    answer = {"error": {"code": "invalid_input", "message": "op.src.dtype: 'x' is not a valid value", "fix": "-"}}
+    assert "error answer" in _refused(lambda: build_kernel(answer), "error")
+    edited = copy.deepcopy(resp)
+    direct = next(i for i, p in enumerate(edited["plans"]) if p["strategy"] == "direct")
+    edited["plans"][direct]["pieces"][0]["tile"] = [3]
+    _refused(lambda: build_kernel(edited, plan_index=direct), "pieces[0].tile")
