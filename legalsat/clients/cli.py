@@ -24,9 +24,10 @@ from legalsat.schemas.base import compact_json, model_json
 from legalsat.settings import Settings, get_settings
 
 
-def _settings(flags: dict[str, str], **overrides: object) -> Settings:
+def _settings(flags: dict[str, str], uses_target: bool = True, **overrides: object) -> Settings:
     """`get_settings`, its validation errors as InputError naming the flag (`flags`: setting
-    -> the command's flag) or the LEGALSAT_ variable each bad value came from."""
+    -> the command's flag) or the LEGALSAT_ variable each bad value came from; the target is
+    resolved only for a command that `uses_target`."""
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
 
@@ -34,7 +35,10 @@ def _settings(flags: dict[str, str], **overrides: object) -> Settings:
 
     try:
         settings = get_settings(**overrides)
-        resolve_target(settings.target)  # InputError naming it, with the targets there are
+        # InputError naming it (the flag that set it, or the variable), with the targets there are
+        if uses_target:
+            resolve_target(settings.target, field=flags.get("target", "LEGALSAT_TARGET") if overrides.get("target")
+                           else "LEGALSAT_TARGET")
         return settings
     except SettingsError as e:  # a variable that is not even of its type's syntax (a list not in JSON)
         m = re.search(r'field "(\w+)"', str(e))
@@ -69,6 +73,12 @@ class _NamedInput:
     def read(self, *size: int) -> bytes:
         try:
             return self._f.read(*size)
+        except OSError as e:
+            raise self._named(e) from None
+
+    def readline(self, *size: int) -> bytes:
+        try:
+            return self._f.readline(*size)
         except OSError as e:
             raise self._named(e) from None
 
@@ -259,7 +269,8 @@ def _run_stream(args: argparse.Namespace) -> int:
     """Answer a JSON Lines stream for any command of _STREAMS."""
     from legalsat.clients.jsonl import run_stream
 
-    settings = _settings({"target": "--target", "workers": "--workers"}, target=args.target, workers=args.workers)
+    settings = _settings({"target": "--target", "workers": "--workers"}, args.command != "verify-pipeline",
+                         target=args.target, workers=args.workers)
     handler, shape_error = _STREAMS[args.command]
     handler(settings.target)  # fail fast on a bad target, before reading any input
     with _open_input(args.file) as f:
@@ -395,15 +406,15 @@ def _batch(args: argparse.Namespace) -> int:
         # actors: --jobs; else a local instance gets the usable CPUs, a cluster one actor per CPU of its own
         actors = args.jobs or (settings.workers if args.ray == "local" else None)
         pool = functools.partial(RayExecutor, args.ray, actors, lost_chunk)
-    if args.output != "-" and args.file != "-" and _same_file(args.file, args.output):
+    if args.output != "-" and _same_file("/dev/stdin" if args.file == "-" else args.file, args.output):
         raise Code.INVALID_INPUT.error(f"-o {args.output} is the input file: writing it would erase the requests "
                                        "before they are read", "write the answers to another file", "-o")
     raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
     out = _BatchOutput(raw)
     try:
         with _open_input(args.file) as f:
-            if bar and args.file != "-":  # the bar's length
-                total = sum(1 for _ in f)
+            if bar and args.file != "-":  # the bar's length, counted a step at a time (a line may be huge)
+                total = sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
                 f.seek(0)
             lines = run_stream(f, out, plan_chunk_job(settings.target, settings.max_body_bytes),
                                lambda: _plan_handler(settings.target), _plan_error, settings.max_body_bytes,
@@ -434,8 +445,13 @@ def _emit(args: argparse.Namespace) -> int:
     from legalsat.kernels import emit, select_plan
     from legalsat.schemas.base import load_json
 
+    limit = _settings({}, uses_target=False).max_body_bytes
     with _open_input(args.file) as f:
-        text = f.read()
+        text = f.read(limit + 1)  # a response is far under the limit: /dev/zero is not read whole
+    if len(text) > limit:
+        raise Code.LINE_TOO_LONG.error(f"{args.file} holds more than {limit} bytes; an optimize response is far "
+                                       "smaller", "pass one optimize response (or one plan) as JSON, or raise "
+                                       "LEGALSAT_MAX_BODY_BYTES", "file")
     obj = load_json(text, "stdin" if args.file == "-" else args.file)
     if args.plan and isinstance(obj, dict) and "plans" not in obj:
         raise Code.INVALID_INPUT.error(f"--plan {args.plan} picks a plan of a response, but {args.file} holds one plan",

@@ -31,6 +31,44 @@ CHUNK_LINES = 4000
 PARALLEL_MIN_BYTES = 1 << 20
 
 
+class Oversize(bytes):
+    """A line past the byte limit, read past without being kept: empty, with its length."""
+
+    length: int
+
+    def __new__(cls, length: int) -> Oversize:
+        out = super().__new__(cls, b"")
+        out.length = length
+        return out
+
+    def __reduce__(self):  # travels to a worker in a chunk
+        return (Oversize, (self.length,))
+
+
+READ_STEP = 1 << 20  # bytes an oversize line is read past in, a step at a time
+
+
+def bounded_lines(f: BinaryIO, max_line_bytes: int) -> Iterable[bytes]:
+    """The lines of `f` (with their newlines), each read at most `max_line_bytes` + 2 bytes
+    at a time: a longer one is an `Oversize` of its first bytes, the rest read past in
+    READ_STEP steps and dropped, so no line costs more memory than the limit (a file of no
+    newline, /dev/zero, grew a process by gigabytes)."""
+    while True:
+        line = f.readline(max_line_bytes + 2)
+        if not line:
+            return
+        if line.endswith(b"\n") or len(line) <= max_line_bytes + 1:
+            yield line
+            continue
+        length = len(line)
+        while not line.endswith(b"\n"):
+            line = f.readline(READ_STEP)
+            if not line:
+                break
+            length += len(line)
+        yield Oversize(length)
+
+
 def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
                   shape_error: ErrorShaper, max_line_bytes: int, first_line: int = 1,
                   flush_each: bool = False) -> int:
@@ -43,13 +81,14 @@ def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
     n = 0
     write = out.write
     for raw in lines:
-        line = raw.strip()
+        line = b"" if isinstance(raw, Oversize) else raw.strip()
         try:
+            if isinstance(raw, Oversize) or len(line) > max_line_bytes:
+                length = raw.length if isinstance(raw, Oversize) else len(line)
+                raise Code.LINE_TOO_LONG.error(
+                    f"line {first_line + n} has {length} bytes; the limit is {max_line_bytes}")
             if not line:
                 raise Code.EMPTY_LINE.error(f"line {first_line + n} is empty")
-            if len(line) > max_line_bytes:
-                raise Code.LINE_TOO_LONG.error(
-                    f"line {first_line + n} has {len(line)} bytes; the limit is {max_line_bytes}")
             answer = handle(line)
         except InputError as e:
             e.line, e.text = first_line + n, line  # where it happened, for shapers that say so
@@ -69,9 +108,9 @@ def answer_chunk(handle: LineHandler, shape_error: ErrorShaper, max_line_bytes: 
     return buf.getvalue()
 
 
-def _chunks(f: BinaryIO, size: int) -> Iterable[tuple[int, list[bytes]]]:
+def _chunks(f: BinaryIO, size: int, max_line_bytes: int) -> Iterable[tuple[int, list[bytes]]]:
     first, chunk = 1, []
-    for line in f:
+    for line in bounded_lines(f, max_line_bytes):
         chunk.append(line)
         if len(chunk) == size:
             yield first, chunk
@@ -111,7 +150,7 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
     size = os.fstat(f.fileno()).st_size if regular else 0
     interactive = not regular and interactive_pipes
     if interactive or (executor is None and workers <= 1) or (regular and size < parallel_min_bytes):
-        return process_lines(f, out, make_handler(), shape_error, max_line_bytes,
+        return process_lines(bounded_lines(f, max_line_bytes), out, make_handler(), shape_error, max_line_bytes,
                              flush_each=not regular)
     n = done = 0
     pending: deque[tuple[int, Future[bytes]]] = deque()
@@ -123,16 +162,18 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
         done += lines
         if progress:
             progress(done)
+        if not regular:  # a pipe's reader sees each answer as it is written
+            out.flush()
 
     make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method),
                                                          initializer=_ignore_interrupts))
     pool = make_pool()
     try:
         inflight = 2 * getattr(pool, "size", workers)  # an executor that sizes itself (a Ray cluster) says so
-        for first, chunk in _chunks(f, chunk_lines):
+        for first, chunk in _chunks(f, chunk_lines, max_line_bytes):
             pending.append((len(chunk), pool.submit(job, first, chunk)))
             n += len(chunk)
-            while len(pending) >= inflight:
+            while len(pending) >= inflight or (pending and pending[0][1].done()):  # answers as they are ready
                 write_oldest()
         while pending:
             write_oldest()
@@ -155,10 +196,13 @@ def _ignore_interrupts() -> None:
 def _stop(pool: Executor) -> None:
     """Cancel what has not started and end the workers now (a worker may be minutes into a
     request): no process outlives an interrupted stream."""
+    # 3.11-3.13: by hand, with the processes taken before shutdown() forgets them (it sets
+    # `_processes` to None: read after it, no worker was stopped and the exit waited for them)
+    procs = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
     terminate = getattr(pool, "terminate_workers", None)  # Python 3.14's ProcessPoolExecutor
     if terminate is not None:
         terminate()
         return
-    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # 3.11-3.13: the same, by hand
+    for proc in procs:
         proc.terminate()

@@ -84,8 +84,13 @@ class RayExecutor(Executor):
                          configure_logging=False, logging_level=logging.WARNING)
             else:
                 _reachable(address)
-                ray.init(address=address, log_to_driver=False, configure_logging=False,
-                         logging_level=logging.WARNING)
+                try:
+                    ray.init(address=address, log_to_driver=False, configure_logging=False,
+                             logging_level=logging.WARNING)
+                except (ValueError, ConnectionError) as e:  # an address Ray cannot read, or no cluster there
+                    raise Code.INVALID_INPUT.error(
+                        f"--ray {address!r}: {str(e)[:300]}", "pass local (a Ray instance on this machine), auto (the "
+                        "cluster this machine belongs to), host:port or ray://host:10001", "--ray") from None
             self._started = True
         if actors is None:  # the cluster's, not this machine's, CPUs
             actors = int(ray.cluster_resources().get("CPU", 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -365,3 +366,86 @@ def test_stage_and_summary_together_are_refused_not_one_ignored():
     example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "optimize_transpose.json")
     r = run_cli("optimize", example, "--stage", "extract", "--format", "summary")
     assert r.returncode == 2 and b"--format" in r.stderr and not r.stdout, r.stderr
+
+
+def test_ctrl_c_stops_a_batchs_workers_mid_request(tmp_path):
+    """Interrupted while its workers are seconds into a request, batch exits at once and no
+    process of it is left: the workers were never stopped (their list was read after the
+    pool's shutdown had dropped it), so the exit waited out the request (27 s here), and a
+    second Ctrl-C hung it with the workers alive."""
+    import signal
+    import time
+
+    from legalsat.testing.planner_suite import reordered_copy
+
+    slow = json.dumps({"op": reordered_copy(), "options": {"node_limit": 2_000_000, "timeout_ms": 120_000}})
+    (tmp_path / "in.jsonl").write_text((slow + "\n") * 4)
+    proc = subprocess.Popen([sys.executable, "-m", "legalsat.clients.cli", "batch", str(tmp_path / "in.jsonl"),
+                             "-o", str(tmp_path / "out.jsonl"), "--jobs", "2", "--quiet"],
+                            stderr=subprocess.PIPE, start_new_session=True)
+    time.sleep(4)  # the workers are planning
+    t = time.monotonic()
+    os.killpg(proc.pid, signal.SIGINT)
+    time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)  # a second Ctrl-C, as an impatient user gives
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and b"Traceback" not in err, err
+    assert time.monotonic() - t < 15
+    end = time.monotonic() + 10
+    while time.monotonic() < end:  # every process of the group gone
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("a process of the interrupted batch is still running")
+
+
+def test_an_input_without_newlines_is_read_in_bounded_steps():
+    """A line past the limit is read past in steps and answered line_too_long: /dev/zero (no
+    newline ever) grew a process by gigabytes."""
+    import io
+
+    from legalsat.clients.jsonl import Oversize, bounded_lines
+
+    class Recorder(io.BytesIO):
+        asked = 0
+
+        def readline(self, size=-1):
+            Recorder.asked = max(Recorder.asked, size)
+            assert size > 0, "an unbounded readline"
+            return super().readline(size)
+
+    f = Recorder(b"x" * 5_000_000 + b"\n{}\nlast")
+    lines = list(bounded_lines(f, 1000))
+    assert isinstance(lines[0], Oversize) and lines[0].length == 5_000_001 and len(lines[0]) == 0
+    assert lines[1:] == [b"{}\n", b"last"] and Recorder.asked <= 1 << 20
+
+
+def test_batch_refuses_to_write_over_its_stdin(tmp_path):
+    """`legalsat batch - -o F < F` emptied F (the same-file check skipped stdin)."""
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}\n')
+    before = src.read_bytes()
+    with open(src, "rb") as stdin:
+        r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "batch", "-", "-o", str(src), "--quiet"],
+                           stdin=stdin, capture_output=True, timeout=120)
+    assert r.returncode == 2 and b"input file" in r.stderr and src.read_bytes() == before
+
+
+def test_a_bad_default_target_is_named_and_only_where_a_target_is_used(tmp_path):
+    env = {**os.environ, "LEGALSAT_TARGET": "bogus"}
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "verify-pipeline",
+                        os.path.join(examples, "pipelines.jsonl")], capture_output=True, timeout=120, env=env)
+    assert r.returncode == 0 and r.stdout, r.stderr  # protocols are target-independent
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "validate-descriptor",
+                        os.path.join(examples, "descriptors.jsonl")], capture_output=True, timeout=120, env=env)
+    assert r.returncode == 2 and b"LEGALSAT_TARGET: unknown target 'bogus'" in r.stderr, r.stderr
+
+
+def test_emit_reads_a_bounded_prefix_of_its_input():
+    r = run_cli("emit", "/dev/zero")
+    assert r.returncode == 2 and b"holds more than" in r.stderr and b"Traceback" not in r.stderr, r.stderr
