@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import os
 import sys
 import tempfile
@@ -344,9 +345,15 @@ class Kernel:
         return bufs
 
     def __call__(self, *args, **kw):
-        if self.kind is MovementKind.COPY:
-            return self._copy(*args, **kw)
-        return self._gather(*args, **kw)
+        call = self._copy if self.kind is MovementKind.COPY else self._gather
+        try:
+            inspect.signature(call).bind(*args, **kw)
+        except TypeError as e:  # the arguments, not a bug: said as the call it should be
+            usage = "k(src, dst)" if self.kind is MovementKind.COPY else "k(src, index, out[, group=...])"
+            raise _arg_error("arguments", f"this {self.kind.value} kernel was called with {len(args)} "
+                             f"positional argument(s) and {sorted(kw) or 'no keywords'}: {e}",
+                             f"call it as {usage}") from None
+        return call(*args, **kw)
 
     def _copy(self, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         op = self.request_op
@@ -393,6 +400,9 @@ class Kernel:
         if check_bounds and count and not _within(index, bound):
             raise _arg_error("index", f"index holds entries outside [0, {bound})", "clamp or filter the indices")
         groups = g.groups
+        if group is not None and not groups:
+            raise _arg_error("group", "this plan does not route slots to groups: group= would be ignored",
+                             "plan the gather with index.groups (MoE), or leave group out")
         if groups and group is None:
             raise _arg_error("group", "this plan routes slots to groups (MoE): pass group=, the group of each slot",
                              "call k(src, index, out, group=experts)")

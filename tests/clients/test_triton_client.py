@@ -233,3 +233,23 @@ def test_plans_and_variants_no_kernel_can_run_are_refused_by_name(client, monkey
     direct = next(i for i, p in enumerate(edited["plans"]) if p["strategy"] == "direct")
     edited["plans"][direct]["pieces"][0]["tile"] = [3]
     _refused(lambda: build_kernel(edited, plan_index=direct), "pieces[0].tile")
+
+
+def test_a_call_with_the_wrong_arguments_is_named(client, monkeypatch):
+    """k(src, dst, dst) raised Python's own TypeError; group= on a plan without groups was
+    ignored (an ungrouped gather where the caller meant a grouped one)."""
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.planner_suite import view
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    copy_k = build_kernel(optimize({"op": {"kind": "copy", "src": view("float32", (8, 8)),
+                                           "dst": view("float32", (8, 8), (1, 8))}}))
+    src, dst = torch.zeros(8, 8), torch.zeros(8, 8).t()
+    assert "3 positional" in _refused(lambda: copy_k(src, dst, dst), "arguments")
+    gather_k = build_kernel(_gather_response())
+    src = torch.zeros(100, 64, dtype=torch.bfloat16)
+    index, out = torch.zeros(77, dtype=torch.int64), torch.empty(77, 64, dtype=torch.bfloat16)
+    _refused(lambda: gather_k(src, index, out, group=index), "group")
