@@ -72,7 +72,9 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
         raise plan_error("plans", f"plans is {json_kind(plans)}, not an array of plans",
                          "pass the optimize response as the planner returned it")
     if not plans:
-        raise plan_error("plans", "the response holds no plan (status infeasible)",
+        status = obj.get("status")
+        raise plan_error("plans", "the response holds no plan" + (f" (status {status})" if isinstance(status, str)
+                                                                  and len(status) < 40 else ""),
                          "read its `rejected` reasons and change the request")
     if type(plan_index) is not int:
         raise plan_error("plan_index", f"plan_index is {json_kind(plan_index)} ({plan_index!r}), not an integer",

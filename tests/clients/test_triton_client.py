@@ -253,3 +253,11 @@ def test_a_call_with_the_wrong_arguments_is_named(client, monkeypatch):
     src = torch.zeros(100, 64, dtype=torch.bfloat16)
     index, out = torch.zeros(77, dtype=torch.int64), torch.empty(77, 64, dtype=torch.bfloat16)
     _refused(lambda: gather_k(src, index, out, group=index), "group")
+
+
+def test_a_response_without_plans_is_described_by_its_own_status(client):
+    """It said "(status infeasible)" whatever the response's status was."""
+    from legalsat.clients.triton import build_kernel
+
+    assert _refused(lambda: build_kernel({"status": "ok", "plans": []}), "plans").endswith("(status ok)")
+    assert _refused(lambda: build_kernel({"plans": []}), "plans") == "the response holds no plan"
