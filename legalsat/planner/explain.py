@@ -136,8 +136,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
             headline = (f"bandwidth-bound: each tile read once at {walk.efficiency / 10:.0f}% of copy bandwidth "
                         f"({walk.fact})")
             if p.smem is not None and p.strategy == Strategy.TMA:
-                headline += ", " + facts[2 if core is not None and core.dims else 1].split(";")[1].strip().split(" (")[0] \
-                    + " shared memory"
+                headline += f", {conflict} shared memory"
     elif eff is None or launch_us >= bw_us:
         headline = f"launch-bound: {charged} launch(es) are {launch_us:.2f} of its {us:.2f} us"
     else:
@@ -145,7 +144,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
         if core is not None and core.dims and "element by element" in facts[1]:
             what += f", the {facts[1].split(' side')[0][4:]} side element by element"
         if p.smem is not None and p.strategy in (Strategy.STAGED_SMEM, Strategy.TMA):
-            what += ", " + facts[2 if core is not None and core.dims else 1].split(";")[1].strip().split(" (")[0] + " shared memory"
+            what += f", {conflict} shared memory"
         if p.gather is not None and p.gather.inspector is not None:
             what += f", after {len(p.gather.inspector.passes)} inspector passes"
         if sort_us:
