@@ -111,15 +111,23 @@ def _plan_maps(walks: list[Walk], params: list[str], unit: int, offsets=("", "")
     return proj, full
 
 
+def _nests(shape, strides) -> bool:
+    """Whether a layout is nested: its strides sorted, each clears the span of the smaller
+    ones (so an offset decodes into its index dim by dim)."""
+    span = 0
+    for k in sorted((k for k, n in enumerate(shape) if n > 1), key=lambda k: strides[k]):
+        if strides[k] <= span:
+            return False
+        span += (shape[k] - 1) * strides[k]
+    return True
+
+
 def _decoder(shape, strides, addr: str) -> list[str] | None:
     """Quasi-affine expressions recovering the index from an element offset `addr` of a
-    nested layout (strides sorted, each clearing the span of the smaller ones), or None."""
+    nested layout (`_nests`), or None."""
+    if not _nests(shape, strides):
+        return None
     dims = sorted((k for k, n in enumerate(shape) if n > 1), key=lambda k: -strides[k])
-    span = 0
-    for k in reversed(dims):
-        if strides[k] <= span:
-            return None
-        span += (shape[k] - 1) * strides[k]
     out = ["0"] * len(shape)
     rem = addr
     for k in dims:
@@ -165,11 +173,9 @@ def _box_check(shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides
     # nest) from the src offset: the walk then has to be injective on src, which with (a),
     # (b) and the count makes it a bijection onto the request's indices (whose dst offsets
     # are distinct: the request was refused otherwise)
-    key_x = dst_x
-    idx_x = _decoder(shape, dst_strides, dst_x)
-    if idx_x is None:
-        key_x = src_x
-        idx_x = _decoder(shape, src_strides, src_x)
+    by_dst = _nests(shape, dst_strides)
+    key_x = dst_x if by_dst else src_x
+    idx_x = _decoder(shape, dst_strides if by_dst else src_strides, key_x)
     if idx_x is None:
         return None
     space = f"[{', '.join(params + tuple(vars_))}]"
@@ -202,7 +208,7 @@ def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -
         if len(walks) > 1:
             _, full = _plan_maps(walks, [], esize)
             injective &= full.is_injective()
-        side = "dst" if _decoder(shape, dst_strides, "a") is not None else "src"
+        side = "dst" if _nests(shape, dst_strides) else "src"  # the side `_box_check` decodes
         return Proof(equal and total == numel, injective,
                      f"{{ walk -> i }} decoded from {side} offsets over shape {label_shape}")
     if numel <= ENUMERATION_LIMIT:
@@ -218,21 +224,22 @@ def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -
                  f"{{ i -> (src, dst) elements }} over shape {label_shape}")
 
 
-# elements of a copy whose dst layout has no decoder that are checked point by point
+# elements of a copy neither side of which nests (no decoder) that are checked point by point
 ENUMERATION_LIMIT = 1 << 20
 
 
-def _points(shape, src_strides, dst_strides, src_offset: int = 0, dst_offset: int = 0):
-    """(src, dst) offsets of every index of `shape`, row-major (numpy int64 arrays)."""
+def _points(dims, src_offset: int = 0, dst_offset: int = 0):
+    """(src, dst) offsets of every index of `dims` ((extent, src stride, dst stride), outermost
+    first), row-major, as the rows of an int64 array."""
     import numpy as np
 
     src = np.full(1, src_offset, dtype=np.int64)
     dst = np.full(1, dst_offset, dtype=np.int64)
-    for n, s, d in zip(shape, src_strides, dst_strides):
+    for n, s, d in dims:
         i = np.arange(n, dtype=np.int64)
         src = (src[:, None] + s * i[None, :]).ravel()
         dst = (dst[:, None] + d * i[None, :]).ravel()
-    return src, dst
+    return np.stack([src, dst], axis=1)
 
 
 def _check_by_enumeration(shape, src_strides, dst_strides, walks: list[Walk], unit: int) -> tuple[bool, bool]:
@@ -241,19 +248,21 @@ def _check_by_enumeration(shape, src_strides, dst_strides, walks: list[Walk], un
     the request's pairs, each once, and no two walk points write one dst element."""
     import numpy as np
 
-    req = np.stack(_points(shape, src_strides, dst_strides), axis=1)
+    req = _points(zip(shape, src_strides, dst_strides))
     parts = []
     for w in walks:
         p, per = w.piece, w.piece.eb // unit
         dims = [(n, s * per, d * per) for n, s, d in p.dims] + [(per, 1, 1)]
-        parts.append(np.stack(_points([n for n, _, _ in dims], [s for _, s, _ in dims], [d for _, _, d in dims],
-                                      p.src_offset // unit, p.dst_offset // unit), axis=1))
+        parts.append(_points(dims, p.src_offset // unit, p.dst_offset // unit))
     plan = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
     injective = len(np.unique(plan[:, 1])) == len(plan)
     if len(plan) != len(req):
         return False, injective
-    key = np.lexsort
-    return bool((req[key((req[:, 1], req[:, 0]))] == plan[key((plan[:, 1], plan[:, 0]))]).all()), injective
+
+    def ordered(pairs):
+        return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+    return bool((ordered(req) == ordered(plan)).all()), injective
 
 
 def prove_gather(src_shape, src_strides, axis: int, unit: int, count: int, esize: int,
