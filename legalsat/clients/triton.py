@@ -35,7 +35,7 @@ from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
-from legalsat.terms.movement import MovementKind, relaid_out
+from legalsat.terms.movement import MovementKind, contiguous_strides, relaid_out
 from legalsat.terms.sexpr import op_from_sexp
 
 INDEX_DTYPES = (torch.int32, torch.int64)
@@ -100,6 +100,11 @@ def _request_views(response_term: str | None) -> dict | None:
     return op_from_sexp(response_term) if response_term else None
 
 
+def _view_bytes(view: dict) -> int:
+    """Bytes of one element of a request view (JSON form)."""
+    return ELEMENT_TYPES[view["dtype"]].storage_bits // 8
+
+
 def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
     """The request's views as the plan moves them: each `relayout` applied (the caller passes
     tensors re-allocated with the new pitches)."""
@@ -108,7 +113,7 @@ def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
     op = dict(op)
     for i, r in enumerate(plan.relayout):
         view = op.get(r.side)
-        es = ELEMENT_TYPES[view["dtype"]].storage_bits // 8 if isinstance(view, dict) else 0
+        es = _view_bytes(view) if isinstance(view, dict) else 0
         new = relaid_out(view["shape"], view["strides"], es, r.old_stride_bytes, r.new_stride_bytes) if es else None
         if new is None:
             raise plan_error(f"relayout[{i}]", f"no dim of the request's {r.side} view has the pitch "
@@ -141,15 +146,17 @@ def _check_apart(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str) -> 
                          f"pass a {b_name} of its own storage (clone {a_name} first if it must land in place)")
 
 
-def _check_written(t: torch.Tensor, name: str, need: int) -> None:
-    """A tensor the kernel writes: no autograd leaf (an in-place write outside autograd), and
-    room for the `need` bytes the kernel writes from its first element."""
+def _check_written(t: torch.Tensor, name: str, need: int, src: torch.Tensor) -> None:
+    """A tensor the kernel writes: no autograd leaf (an in-place write outside autograd), room
+    for the `need` bytes the kernel writes from its first element, and no memory shared with
+    `src`, which it reads."""
     if t.requires_grad:
         raise _arg_error(name, f"{name} requires grad: the kernel writes it in place, outside autograd",
                          f"pass {name}.detach() (or a tensor that does not require grad)")
     if need > _room(t):
         raise _arg_error(name, f"the kernel writes {need} bytes from {name}'s first element; its storage holds "
                          f"{_room(t)}", f"allocate {name} as the kernel asks (its shape, contiguous)")
+    _check_apart(src, t, "src", name)
 
 
 def _within(t: torch.Tensor, bound: int) -> bool:
@@ -163,9 +170,9 @@ def _check_gather_request(g, op: dict) -> None:
     bound, the strides of an entry on each side and the output's shape."""
     src, axis = op["src"], op["axis"]
     unit = op["index"].get("page_size") or 1
-    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    es = _view_bytes(src)
     out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
-    out_strides = [prod(out_shape[k + 1:]) for k in range(len(out_shape))]
+    out_strides = contiguous_strides(tuple(out_shape))
     want = {"index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
             "out_index_stride_bytes": out_strides[axis] * unit * es, "out_shape": out_shape}
     for name, value in want.items():
@@ -214,7 +221,7 @@ class Kernel:
                                  "made", "send the plan as the planner returned it")
         for side, view in (request_op or {}).items():  # once: a call's tensors must match these views
             if side in self._reach and isinstance(view, dict) and "strides" in view:
-                spans = span(view["shape"], view["strides"]) * ELEMENT_TYPES[view["dtype"]].storage_bits // 8
+                spans = span(view["shape"], view["strides"]) * _view_bytes(view)
                 if self._reach[side] > spans:
                     raise plan_error("pieces", f"the plan's pieces reach {self._reach[side]} bytes past {side}'s "
                                      f"first element; the request's view of {side} spans {spans}: the plan is not "
@@ -361,8 +368,7 @@ class Kernel:
         self._check_view(dst, op and op["dst"], "dst", "dst")
         if src.device != dst.device:
             raise _arg_error("dst", f"src is on {src.device}, dst on {dst.device}", "put both on one device")
-        _check_written(dst, "dst", self._reach["dst"])
-        _check_apart(src, dst, "src", "dst")
+        _check_written(dst, "dst", self._reach["dst"], src)
         self._run({"src": src, "dst": dst})
         return dst
 
@@ -390,8 +396,7 @@ class Kernel:
         if list(out.shape) != list(g.out_shape) or not out.is_contiguous() or out.dtype != src.dtype:
             raise _arg_error("out", f"out must be a contiguous {src.dtype} tensor of shape {g.out_shape}",
                              "allocate out with torch.empty(plan['gather']['out_shape'], dtype=src.dtype, ...)")
-        _check_written(out, "out", out.numel() * out.element_size())
-        _check_apart(src, out, "src", "out")
+        _check_written(out, "out", out.numel() * out.element_size(), src)
         for name, t in (("index", index), ("group", group)):
             if t is not None and t.numel() * t.element_size() > _room(t):
                 raise _arg_error(name, f"{name}'s storage holds {_room(t)} bytes from its first entry; its "
@@ -524,8 +529,7 @@ class TileKernel(Kernel):
             raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)} on "
                              f"{src.device}", "allocate it with torch.empty(k.out_shape, dtype=k.out_dtype(src), "
                              "device=src.device)")
-        _check_written(out, "out", out.numel() * out.element_size())
-        _check_apart(src, out, "src", "out")
+        _check_written(out, "out", out.numel() * out.element_size(), src)
         words_per_tile = self.emitted.tile.dump_words
         if stages is not None:
             if not words_per_tile:
@@ -560,6 +564,12 @@ class TileKernel(Kernel):
         self._launch(src, out, stages, 1)
 
 
+def _on_sm90() -> bool:
+    """Whether kernels run on an sm90 GPU here (not in Triton's interpreter)."""
+    return (os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
+            and torch.cuda.get_device_capability()[0] == 9)
+
+
 def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) -> Kernel:
     """The kernel of a plan: a plan (dict or PlanOut), or a whole optimize response (its
     `plan_index`-th plan; the request's views are then checked at every call).
@@ -570,11 +580,9 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     Raises InputError naming the plan field when the plan cannot become a kernel."""
     p, term = select_plan(plan, plan_index)
     op = _relaid_out(_request_views(term), p)
-    on_sm90 = (os.environ.get("TRITON_INTERPRET") != "1" and torch.cuda.is_available()
-               and torch.cuda.get_device_capability()[0] == 9)
     if variant == "auto":
-        variant = default_variant(p, on_sm90)
-    elif variant == "gluon" and not on_sm90:  # Gluon kernels run on an sm90 GPU only, never interpreted
+        variant = default_variant(p, _on_sm90())
+    elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted
         where = "Triton's interpreter (TRITON_INTERPRET=1)" if os.environ.get("TRITON_INTERPRET") == "1" else \
             "a machine without an sm90 GPU"
         raise plan_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
