@@ -55,7 +55,7 @@ def run(out_dir: Path) -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
-    from benchmarks.measure import METHOD, candidates
+    from benchmarks.measure import METHOD, candidates, same_size_copy
     from benchmarks.measure import timed as measure_timed
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import (
@@ -112,10 +112,7 @@ def run(out_dir: Path) -> None:
                 row["torch_compile_error"] = f"{type(e).__name__}: {str(e)[:400]}"
             torch._dynamo.reset()
             # the copy limit at this workload's size: a contiguous copy of as many bytes
-            a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev)
-            b = torch.empty_like(a)
-            row["copy_same_size_ms"] = timed(lambda a=a, b=b: b.copy_(a))
-            del a, b
+            row["copy_same_size_ms"] = timed(same_size_copy(inp.moved_bytes, dev))
             if "contiguous_copy" in entry:  # legalsat's direct copy of the same bytes
                 cc = entry["contiguous_copy"]
                 flat = make_inputs(cc, {"torch_op": "copy"}, dev, gen)

@@ -18,6 +18,7 @@ MODE=1), per tile: what `tile_load.estimated_us_per_tile` estimates.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -227,6 +228,12 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
+@functools.cache
+def _recorded_plans() -> dict:
+    """PLANS, read once (a calibration asks for every walk's estimate some thirty times)."""
+    return json.loads(PLANS.read_text())
+
+
 def estimates(rows: list[dict], facts) -> list[float]:
     """Each measured walk's estimate (µs per tile) under cost facts `facts`."""
     from dataclasses import replace
@@ -236,7 +243,7 @@ def estimates(rows: list[dict], facts) -> list[float]:
     from legalsat.terms.strategy import Strategy
 
     target = replace(SM90, cost=facts)
-    plans = json.loads(PLANS.read_text())
+    plans = _recorded_plans()
     out = []
     for r in rows:
         p = plans[r["name"]]["response"]["plans"][r["plan"]]

@@ -157,7 +157,10 @@ def report(results_path: Path) -> None:
     plans = json.loads((HERE / "kernel_plans.json").read_text())
     entries = {name: {"workload_request": Workload(**e["workload"]).request()} for name, e in plans.items()}
     meas, variants = measured(results, plans)
-    analytic = replace(ANALYTIC, copy_bandwidth_gbps=int(round(results["copy_gbps"])))
+    # the tile walk's facts come from benchmarks/bench_tiles.py calibrate, one program's bandwidth
+    # from tools/launch_bound_sweep.py report: kept as they are, in the fit and the regrets too
+    kept = {k: getattr(SM90.cost, k) for k in ("tile_walk_ns", "tile_tma", "tma_latency_ns", "program_gbps")}
+    analytic = replace(ANALYTIC, copy_bandwidth_gbps=int(round(results["copy_gbps"])), **kept)
     whatif = WhatIf(entries)
     before = regrets(entries, meas, whatif.estimates(analytic), whatif.order)  # the uncalibrated model
     facts, rounds = fit(entries, meas, analytic)
@@ -168,10 +171,6 @@ def report(results_path: Path) -> None:
     provenance = {"gpu": env["gpu"], "driver": env["driver"], "torch": env["torch"], "triton": env["triton"],
                   "copy_gbps": round(results["copy_gbps"], 1), "date": datetime.date.today().isoformat(),
                   "fit": rounds, "by": "benchmarks/bench_kernels.py report"}
-    # the tile walk's facts come from benchmarks/bench_tiles.py calibrate, one program's bandwidth
-    # from tools/launch_bound_sweep.py report: kept as they are
-    facts = replace(facts, **{k: getattr(SM90.cost, k)
-                              for k in ("tile_walk_ns", "tile_tma", "tma_latency_ns", "program_gbps")})
     old = json.loads(cost_path("sm90").read_text()).get("provenance", {}) if cost_path("sm90").exists() else {}
     if "tile_walk" in old:
         provenance["tile_walk"] = old["tile_walk"]

@@ -13,6 +13,17 @@ METHOD = (f"median of {REPEATS} do_bench(return_mode='median') runs ({SHORT_REPE
           f"{SHORT_MS * 1000:.0f} us); a workload's candidates timed in interleaved rounds")
 
 
+def same_size_copy(moved_bytes: int, device="cuda") -> Callable[[], object]:
+    """The copy limit at a workload's size: `copy_` between two contiguous buffers of half its
+    moved bytes each (it reads and writes as many as the workload does). The buffers live as
+    long as the returned function."""
+    import torch
+
+    a = torch.empty(moved_bytes // 2, dtype=torch.uint8, device=device)
+    b = torch.empty_like(a)
+    return lambda: b.copy_(a)
+
+
 def timed(fn: Callable[[], object], spreads: list[float] | None = None, repeats: int = REPEATS) -> float:
     """Median of `repeats` do_bench medians (`SHORT_REPEATS` when the first is under
     `SHORT_MS`), in ms (one do_bench median moved by up to 15% between runs on the H100 for a

@@ -68,7 +68,7 @@ def main() -> None:
     import torch
     from torch._inductor.utils import run_and_get_code
 
-    from benchmarks.measure import timed, timed_together
+    from benchmarks.measure import same_size_copy, timed, timed_together
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import poison, same_bits, torch_op
     from tools.sweep import workloads
@@ -106,9 +106,7 @@ def main() -> None:
         _, code = run_and_get_code(compiled, *op_args)
         (out / f"inductor{tag}_{len(summary)}.py").write_text(f"# {name}\n" + "\n".join(code))
         tc_fn = lambda c=compiled, a=op_args: c(*a)  # noqa: E731
-        a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
-        b = torch.empty_like(a)
-        cp_fn = lambda a=a, b=b: b.copy_(a)  # noqa: E731
+        cp_fn = same_size_copy(inp.moved_bytes)
         if not rounds:
             tc, cp = timed(tc_fn), timed(cp_fn)
         pending: list[tuple[dict, object]] = []  # interleaved: (row, kernel call), timed at the end
@@ -146,7 +144,7 @@ def main() -> None:
             for row, _ in sorted(pending, key=lambda rf: rf[0]["ms"])[:8]:
                 print(f"  {row['strategy']:12s} {str(row['tile']):18s} w{row['warps']:<2d} {row['ms']:.4f} ms"
                       f" {'planned' if row['planned'] else ''}", flush=True)
-        del a, b
+        del cp_fn
         rows += [{"workload": name, "strategy": "copy_ (same size)", "ms": cp},
                  {"workload": name, "strategy": "torch.compile", "ms": tc}]
         planned = [r["ms"] for r in rows if r["workload"] == name and r.get("planned") and r.get("ms")]

@@ -42,7 +42,7 @@ def row_gathers(names: list[str], rounds: int) -> list[dict]:
     import torch
 
     import legalsat.kernels.direct as direct
-    from benchmarks.measure import timed_together
+    from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import compiled_peer, poison, same_bits
     from tools.sweep import workloads
@@ -55,9 +55,7 @@ def row_gathers(names: list[str], rounds: int) -> list[dict]:
     for name, base, inp, want in workloads(row_gather, names):
         peer = compiled_peer(inp)
         assert same_bits(peer(), want), f"{name}: torch.compile differs from eager"
-        a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
-        b = torch.empty_like(a)
-        labels, fns = ["torch.compile", "copy_"], [peer, lambda a=a, b=b: b.copy_(a)]
+        labels, fns = ["torch.compile", "copy_"], [peer, same_size_copy(inp.moved_bytes)]
         planned = (base["gather"]["rows_per_program"], base["num_warps"])
         step = direct.SLAB_STEP_BYTES
         long = base["gather"]["slab_bytes"] > 128
@@ -85,7 +83,7 @@ def row_gathers(names: list[str], rounds: int) -> list[dict]:
                              "slab_bytes": base["gather"]["slab_bytes"]})
         for label, ms in sorted(zip(labels, times), key=lambda x: x[1]):
             print(f"{name[:40]:40s} {label:22s} {1e3 * ms:8.1f} us  x compile {times[0] / ms:.3f}", flush=True)
-        del a, b, peer
+        del fns, peer
         torch._dynamo.reset()
     return rows_out
 

@@ -52,7 +52,7 @@ def _with_kwarg(line: str, call: str, kwarg: str) -> str:
 def main() -> None:
     import torch
 
-    from benchmarks.measure import timed_together
+    from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import Kernel, build_kernel
     from legalsat.testing.torch_reference import poison, same_bits, torch_op
     from tools.sweep import workloads
@@ -64,9 +64,7 @@ def main() -> None:
         fn, op_args, _ = torch_op(inp)
         compiled = torch.compile(fn, dynamic=False)
         compiled(*op_args)
-        a = torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device="cuda")
-        b = torch.empty_like(a)
-        labels, fns = ["copy_", "torch.compile"], [lambda a=a, b=b: b.copy_(a), lambda c=compiled, x=op_args: c(*x)]
+        labels, fns = ["copy_", "torch.compile"], [same_size_copy(inp.moved_bytes), lambda c=compiled, x=op_args: c(*x)]
         for i, plan in enumerate(resp["plans"]):
             # the plans that could be a workload's best (a direct transpose is 5x off)
             if plan["strategy"] not in ("direct", "staged_smem", "shuffle") or \
@@ -90,7 +88,7 @@ def main() -> None:
                     labels.append(label)
                     fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
         ms = timed_together(fns)
-        del a, b
+        del fns
         copy_ms = ms[0]
         for label, t in zip(labels, ms):
             rows.append({"workload": name, "variant": label, "exact": True, "ms": t,

@@ -185,6 +185,8 @@ def report(write: bool) -> None:
             if r["regret"] > 1.03:
                 print(f"  {r['case']}: {r['first']} {r['us'][r['first']]:.2f} us, fastest {min(r['us'].values()):.2f}")
         replayed[file] = rows
+    if "launch_bound_sweep_cudagraph.json" not in replayed:
+        sys.exit(f"no {RECORDED / 'launch_bound_sweep_cudagraph.json'}: run the sweep with --cudagraph first")
     gbps = fit_program_gbps(replayed["launch_bound_sweep_cudagraph.json"])
     print(f"program_gbps = {gbps}")
     if write:

@@ -49,8 +49,11 @@ def in_fresh_processes(module: str, args: list[str], processes: int) -> list:
     placement and clocks are its own): the JSON each prints last, its other lines echoed."""
     runs = []
     for n in range(processes):
-        done = subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, check=True)
+        # stderr is the terminal's: a child that fails shows its traceback
+        done = subprocess.run([sys.executable, "-m", module, *args], stdout=subprocess.PIPE, text=True)
         lines = done.stdout.strip().splitlines()
+        if done.returncode or not lines:
+            sys.exit(f"python -m {module} {' '.join(args)} failed (exit {done.returncode}); its error is above")
         if lines[:-1]:
             print("\n".join(lines[:-1]), flush=True)
         runs.append(json.loads(lines[-1]))

@@ -93,11 +93,15 @@ def main() -> None:
                                             bits=8 * es))
             for op in ("load", "store"):
                 for k in range(16 // es + 1):
-                    run = subprocess.run([sys.executable, str(script), op, str(k)], capture_output=True,
-                                         text=True, timeout=120)
-                    out = run.stdout.strip().splitlines()
-                    err = next((line for line in run.stderr.splitlines() if "Error" in line), run.stderr[-200:])
-                    verdict = out[-1] if run.returncode == 0 and out else f"fault: {err.strip()[:120]}"
+                    try:
+                        run = subprocess.run([sys.executable, str(script), op, str(k)], capture_output=True,
+                                             text=True, timeout=120)
+                    except subprocess.TimeoutExpired:  # a hung probe is a verdict too: the others still run
+                        verdict = "hung: no answer within 120 s"
+                    else:
+                        out = run.stdout.strip().splitlines()
+                        err = next((line for line in run.stderr.splitlines() if "Error" in line), run.stderr[-200:])
+                        verdict = out[-1] if run.returncode == 0 and out else f"fault: {err.strip()[:120]}"
                     rows.append({"element": name, "op": op, "offset_elements": k, "offset_bytes": es * k,
                                  "verdict": verdict})
                     print(f"{op:5s} box [1, 64] {name} at element {k} (byte {es * k:2d}): {verdict}", flush=True)

@@ -55,7 +55,8 @@ class CostFacts:
     time of a tile walk (launch, pipeline fill, tail); `tile_tma`: permille of the copy
     bandwidth that a TMA tile walk reads at (it writes nothing back). `program_gbps`: what one
     program moves (read + write) when it runs alone, the time a launch-bound movement's longest
-    program adds to its launch (tools/launch_bound_sweep.py --cudagraph; the H100's figure is every
+    program adds to its launch (fitted by `python -m tools.launch_bound_sweep report` to the recorded
+--cudagraph sweep; the H100's figure is every
     target's default until it is measured there). `source` says where the
     numbers come from ("analytic", or the calibration run that fitted them).
     """
