@@ -50,8 +50,8 @@ READ_STEP = 1 << 20  # bytes an oversize line is read past in, a step at a time
 
 def bounded_lines(f: BinaryIO, max_line_bytes: int) -> Iterable[bytes]:
     """The lines of `f` (with their newlines), each read at most `max_line_bytes` + 2 bytes
-    at a time: a longer one is an `Oversize` of its first bytes, the rest read past in
-    READ_STEP steps and dropped, so no line costs more memory than the limit (a file of no
+    at a time: a longer one is read past in READ_STEP steps, dropped, and yielded as an
+    `Oversize` of its length, so no line costs more memory than the limit (a file of no
     newline, /dev/zero, grew a process by gigabytes)."""
     while True:
         line = f.readline(max_line_bytes + 2)

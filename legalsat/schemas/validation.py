@@ -137,7 +137,7 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         if etype == "value_error" and msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
         if etype == "extra_forbidden" and loc:
-            msg = f"unknown field {str(loc[-1])[:64]!r}{did_you_mean(loc[-1], _siblings(known_fields, loc))}"
+            msg = f"unknown field {shown(str(loc[-1]))}{did_you_mean(loc[-1], _siblings(known_fields, loc))}"
         elif etype in _OBJECT_TYPE:  # pydantic says "a valid dictionary or instance of ViewIn"
             msg = f"{path or 'the input'}: expected a JSON object, got {json_kind(e.get('input'))}"
         elif etype in ("union_tag_not_found", "union_tag_invalid"):

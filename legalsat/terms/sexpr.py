@@ -118,10 +118,12 @@ def _options(rest: list, what: str) -> list[tuple[object, object]]:
     """The :key value pairs of a term's options; a key given twice is an error (which of its
     values would count is not the writer's choice, as a JSON object's repeated key)."""
     pairs = list(zip(rest[::2], rest[1::2]))
-    keys = [k for k, _ in pairs]
-    twice = next((k for k in keys if keys.count(k) > 1), None)
-    if twice is not None:
-        raise _err(f"the {what} option {show(twice)} is given twice", "give each option once")
+    seen: set[str] = set()
+    for k, _ in pairs:  # one pass: a term of 64 K characters holds thousands of options
+        key = show(k)
+        if key in seen:
+            raise _err(f"the {what} option {key} is given twice", "give each option once")
+        seen.add(key)
     return pairs
 
 

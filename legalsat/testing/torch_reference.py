@@ -15,7 +15,7 @@ from math import prod
 import torch
 
 from legalsat.clients.triton import WORD_DTYPE
-from legalsat.terms.integers import span
+from legalsat.terms.integers import cdiv, span
 from legalsat.terms.sexpr import op_from_sexp
 
 TORCH_DTYPES = {"uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32, "int32": torch.int32,
@@ -93,7 +93,7 @@ def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) ->
     group = None
     if ix.get("groups"):
         # k slots a row (rows in order): enough that count slots stay within the bound
-        top_k = (workload.get("extra") or {}).get("top_k", -(-count // bound))
+        top_k = (workload.get("extra") or {}).get("top_k", cdiv(count, bound))
         index = torch.arange(count, device=device) // top_k
         group = torch.randint(0, ix["groups"], (count,), device=device, generator=gen)
     elif ix.get("unique"):
