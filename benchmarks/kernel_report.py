@@ -259,7 +259,7 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
     worst = max(a["regret"] for a in after.values())
     lines += ["", f"Worst regret after calibration: **{worst:.3f}**.", "",
               "### Calibrated cost facts (sm90)", "",
-              "Written to `legalsat/analyses/targets/sm90_cost.json`; the planner loads them at import.", "",
+              "Written to `legalsat/targets/sm90_cost.json`; the planner loads them at import.", "",
               "| fact | value |", "| --- | --- |"]
     lines += [f"| copy bandwidth | {facts.copy_bandwidth_gbps} GB/s |",
               f"| direct, by access width (‰ of copy) | {', '.join(f'{w} B: {e}' for w, e in facts.by_width)} |"]
