@@ -20,7 +20,7 @@ import legalsat
 from legalsat.api import PLANNER_VERSION
 from legalsat.server import openapi
 from legalsat.server.cache import open_cache
-from legalsat.server.deps import ServiceState, require_token
+from legalsat.server.deps import ServiceState, known_query_parameters, require_token
 from legalsat.server.errors import HostAllowList, NoSniff, install_error_handlers
 from legalsat.server.metrics import Metrics, MetricsMiddleware
 from legalsat.server.pool import WorkerPool
@@ -70,9 +70,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                   docs_url=None, redoc_url=None)  # served from the package's own assets (routers.docs)
     app.state.settings = settings
     install_error_handlers(app)
-    auth = [Depends(require_token)]
+    v1 = [Depends(require_token), Depends(known_query_parameters)]
     for r in (optimize.router, analyze.router, verify.router, egraphs.router):
-        app.include_router(r, dependencies=auth)
+        app.include_router(r, dependencies=v1)
     app.include_router(health.router)
     app.include_router(docs.router)
     # the viewer's and the API docs' scripts and styles, shipped in the package (no CDN)

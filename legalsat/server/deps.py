@@ -8,12 +8,13 @@ import secrets
 from dataclasses import dataclass
 
 from fastapi import Depends, Request
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import ClientDisconnect
 
 from legalsat.diagnostics import Code, InputError
 from legalsat.schemas.base import MAX_VALUES, check_json_value, load_json
-from legalsat.schemas.validation import json_kind
+from legalsat.schemas.validation import did_you_mean, json_kind, shown
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
@@ -49,6 +50,34 @@ async def require_token(request: Request,
     if not secrets.compare_digest(given.encode(), token.get_secret_value().encode()):
         raise ApiError(401, Code.UNAUTHORIZED, "missing or wrong bearer token" if given else
                        "this server requires a bearer token", headers={"WWW-Authenticate": "Bearer"})
+
+
+async def known_query_parameters(request: Request) -> None:
+    """A /v1 route's query names only the parameters it declares: `POST /v1/optimize?explain=true`
+    would otherwise be planned without the explanation it asks for, silently. 422 naming the
+    first unknown parameter, with the route's own (or where its options go)."""
+    if not request.query_params:
+        return
+    declared = _declared_query(request.scope["route"])
+    unknown = next((k for k in request.query_params if k not in declared), None)
+    if unknown is None:
+        return
+    known = sorted(declared)
+    fix = (f"use one of: {', '.join(known)}{did_you_mean(unknown, known)}" if known else
+           "leave the query out: this route takes no parameters there" +
+           ("; a request's options go in its JSON body (see /docs)" if request.method == "POST" else ""))
+    raise ApiError(422, Code.INVALID_INPUT, f"unknown query parameter {shown(unknown)}", fix, unknown[:64])
+
+
+def _declared_query(route: APIRoute) -> frozenset[str]:
+    """The query parameters of a route and of every dependency it has."""
+    names: set[str] = set()
+    stack = [route.dependant]
+    while stack:
+        dependant = stack.pop()
+        names.update(p.alias for p in dependant.query_params)
+        stack.extend(dependant.dependencies)
+    return frozenset(names)
 
 
 async def read_body(request: Request) -> bytes:

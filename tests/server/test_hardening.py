@@ -265,11 +265,44 @@ def test_a_compressed_body_is_refused_by_its_encoding(client):
     assert r.status_code == 415 and "gzip" in r.json()["error"]["message"], r.text
 
 
-def test_health_probes_answer_head_without_a_body(server):
-    """Load balancers probe with HEAD too: the status of the GET, no body (it was a 405)."""
-    for path in ("/healthz", "/readyz"):
-        r = httpx.head(server.url + path)
-        assert r.status_code == 200 and r.content == b"", (path, r.status_code)
+def test_every_get_route_answers_head_without_a_body(server):
+    """Load balancers, uptime checks and link checkers probe with HEAD: every GET route answers
+    it with the GET's status and no body (/healthz and /readyz did; /metrics, /docs, /redoc and
+    the e-graph routes answered 405)."""
+    import importlib
+    import pkgutil
+
+    from fastapi.routing import APIRoute
+
+    from legalsat.server import routers
+
+    kept = "0" * 32  # an e-graph id of the right form that nothing kept: 404 for GET and HEAD alike
+    modules = [importlib.import_module(f"{routers.__name__}.{m.name}") for m in pkgutil.iter_modules(routers.__path__)]
+    paths = {r.path.replace("{egraph_id}", kept) for m in modules for r in m.router.routes
+             if isinstance(r, APIRoute) and "GET" in r.methods}
+    assert {"/healthz", "/readyz", "/metrics", "/docs", "/redoc", f"/v1/egraphs/{kept}/view"} <= paths
+    for path in sorted(paths) + ["/openapi.json", "/static/docs/swagger-init.js"]:
+        get, head = httpx.get(server.url + path), httpx.head(server.url + path)
+        assert head.status_code == get.status_code and head.content == b"", (path, head.status_code, get.status_code)
+        assert head.headers["content-type"] == get.headers["content-type"], path
+    assert httpx.head(server.url + "/v1/optimize").status_code == 405  # a POST route stays one
+
+
+def test_a_query_parameter_the_route_does_not_declare_is_refused_by_name(client):
+    """`?explain=true` on an optimize request was ignored: the plan came back without the
+    explanation asked for. A /v1 route refuses a query parameter it does not declare."""
+    r = client.post("/v1/optimize?explain=true", json=SMALL)
+    err = r.json()["error"]
+    assert r.status_code == 422 and err["field"] == "explain" and "'explain'" in err["message"], r.text
+    assert "JSON body" in err["fix"]
+    desc = {"dtype": "float32", "global_address": 1 << 40, "global_dim": [64, 64], "global_strides": [256],
+            "box_dim": [32, 32]}
+    r = client.post("/v1/descriptors/validate?targt=sm90", json=desc)
+    assert r.status_code == 422 and "did you mean 'target'" in r.json()["error"]["fix"], r.text
+    assert client.post("/v1/descriptors/validate?target=sm90", json=desc).status_code == 200
+    r = client.get("/v1/egraphs/" + "0" * 32 + "?format=svg")
+    assert r.status_code == 422 and r.json()["error"]["field"] == "format", r.text
+    assert client.get("/healthz?probe=lb").status_code == 200  # probes outside /v1 take what they are sent
 
 
 def test_a_body_of_many_values_to_a_small_request_route_is_refused_by_a_count(client):

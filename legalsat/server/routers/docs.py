@@ -9,6 +9,8 @@ import html
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
+from legalsat.server.routers import answer_head
+
 router = APIRouter(include_in_schema=False)
 
 # Swagger UI and ReDoc set styles inline (React, styled-components) and ReDoc searches in a
@@ -46,3 +48,6 @@ def redoc(request: Request) -> HTMLResponse:
     spec, static = _urls(request)
     return _page(f"{request.app.title} - ReDoc", f'<link rel="icon" type="image/png" href="{static}/docs/favicon-32x32.png">',
                  f'<redoc spec-url="{spec}"></redoc><script src="{static}/docs/redoc.standalone.js"></script>')
+
+
+answer_head(router)

@@ -12,6 +12,7 @@ from legalsat.diagnostics import Code
 from legalsat.server.deps import ServiceState, service
 from legalsat.server.egraph_view import VIEW_CSP, egraph_model, shown_classes, view_html
 from legalsat.server.errors import ApiError, error_responses
+from legalsat.server.routers import answer_head
 
 router = APIRouter(prefix="/v1/egraphs", tags=["egraphs"])
 _ERRORS = error_responses(401, 404, 422)
@@ -80,3 +81,6 @@ def view_egraph(egraph_id: str = _PathId, state: ServiceState = Depends(service)
     first = shown_classes(model, min(settings.viewer_first_eclasses, settings.viewer_max_eclasses))
     page = view_html(model, shown, first, settings.viewer_collapse_enodes, _STATIC)
     return HTMLResponse(page, headers={"Content-Security-Policy": VIEW_CSP})
+
+
+answer_head(router)

@@ -9,6 +9,7 @@ from legalsat.api import PLANNER_VERSION
 from legalsat.schemas.service import Health, Readiness
 from legalsat.server.cache import call
 from legalsat.server.deps import ServiceState, service
+from legalsat.server.routers import answer_head
 
 router = APIRouter(tags=["health"])
 
@@ -34,6 +35,4 @@ async def metrics(state: ServiceState = Depends(service)) -> Response:
     return Response(state.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-# HEAD as well, for load balancers and uptime checks that probe with it (the same answer, no body)
-for _path, _endpoint in (("/healthz", healthz), ("/readyz", readyz)):
-    router.add_api_route(_path, _endpoint, methods=["HEAD"], include_in_schema=False)
+answer_head(router)
