@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from legalsat.clients.entry import EXIT_INTERRUPTED
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.schemas.base import compact_json, model_json
 from legalsat.settings import Settings, get_settings
@@ -616,7 +617,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
 
 
 def _interrupt(signum, frame) -> None:

@@ -346,6 +346,29 @@ def test_ctrl_c_stops_a_batch_cleanly_every_time(tmp_path):
         assert proc.returncode == 130 and b"Traceback" not in err, err
 
 
+def test_ctrl_c_while_the_command_line_loads_is_one_line_not_a_traceback():
+    """The script's entry point guards the import of the command line (pydantic and the
+    settings, about 0.1 s in which a Ctrl-C printed a KeyboardInterrupt traceback): a Ctrl-C
+    that lands there ends with 130 and one line, as it does later."""
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="legalsat")
+    module, _, func = script.value.partition(":")
+    # the Ctrl-C arrives while legalsat.settings loads (deterministically: raised by its import)
+    code = ("import builtins, sys\n"
+            "real = builtins.__import__\n"
+            "def hook(name, *a, **k):\n"
+            "    if name == 'legalsat.settings':\n"
+            "        raise KeyboardInterrupt\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = hook\n"
+            f"from {module} import {func}\n"
+            f"sys.exit({func}())\n")
+    r = subprocess.run([sys.executable, "-c", code, "validate-descriptor", "-"], capture_output=True, input=b"",
+                       timeout=60)
+    assert r.returncode == 130 and r.stderr == b"legalsat: interrupted\n", r.stderr
+
+
 def test_optimize_takes_a_request_object_not_a_string_holding_one(tmp_path):
     req = {"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}
     for text in (json.dumps(json.dumps(req)), '"hello"'):
