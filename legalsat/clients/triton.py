@@ -374,6 +374,9 @@ class Kernel:
 
     def _gather(self, src: torch.Tensor, index: torch.Tensor, out: torch.Tensor, *,
                 group: torch.Tensor | None = None, check_bounds: bool = True):
+        """k(src, index, out[, group=]): `check_bounds=False` skips the index/group range check
+        (one host sync) for entries the caller has bounded; an entry out of range then reads
+        outside src (README, Kernels)."""
         g = self.plan.gather
         count, bound = g.index_count, g.index_bound
         op = self.request_op
