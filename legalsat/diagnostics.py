@@ -92,6 +92,9 @@ class Code(Enum):
                    "retry the request")
     SHUTTING_DOWN = ("shutting_down", Category.SERVICE, "the service is shutting down",
                      "retry against another instance, or after the restart")
+    EGRAPH_NOT_KEPT = ("egraph_not_kept", Category.SERVICE, "the e-graph could not be kept: the shared "
+                       "plan cache that holds kept e-graphs is unavailable",
+                       "retry after a short wait; requests without options.keep_egraph are planned meanwhile")
     INTERNAL = ("internal", Category.INTERNAL, "a bug in legalsat",
                 "report this request to the legalsat maintainers")
 

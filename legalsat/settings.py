@@ -9,6 +9,7 @@ import math
 import os
 from pathlib import Path
 from typing import Literal
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -156,7 +157,48 @@ class Settings(BaseSettings):
         if v and not v.startswith(("redis://", "rediss://", "unix://")):
             raise ValueError('LEGALSAT_CACHE_URL is a Redis URL ("redis://host:port/db", rediss://, '
                              'unix://) or "" for the SQLite file cache')
+        if v:
+            _check_redis_url(v)
         return v
+
+
+def redacted(url: str) -> str:
+    """A cache URL without its password (for logs and messages), whether or not it parses:
+    `user:***@host`, or `***@host` where the user part may be the password alone."""
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, tail = rest.partition("/")
+    if not sep or "@" not in netloc:
+        return url
+    userinfo, _, host = netloc.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user + ':***' if colon else '***'}@{host}{slash}{tail}"
+
+
+# redis-py lets these URL options override the service's own timeouts (a stalled Redis then
+# held each request for their value, not LEGALSAT_CACHE_TIMEOUT_MS)
+_REDIS_URL_TIMEOUTS = ("socket_timeout", "socket_connect_timeout", "timeout", "retry_on_timeout", "retry_on_error",
+                       "health_check_interval")
+
+
+def _check_redis_url(url: str) -> None:
+    """What redis-py would misread in LEGALSAT_CACHE_URL, refused (messages never quote the
+    URL: it may hold a password): a port or database index that is not a number (the index
+    was silently taken as 0), a broken IPv6 host, options that override the timeouts."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  parsing it is the check
+    except ValueError as e:
+        raise ValueError(f"{e}; write redis://[user:password@]host:port/db with a numeric port (an IPv6 host "
+                         "in [brackets])") from None
+    query = parse_qs(parts.query)
+    db = query.get("db", [parts.path.lstrip("/")] if parts.scheme != "unix" else [""])[-1]
+    if db and not db.isdigit():
+        raise ValueError(f"the database index {db[:20]!r} is not a number (redis-py would use database 0); "
+                         "write /0, /1, ...")
+    fixed = sorted(set(query) & set(_REDIS_URL_TIMEOUTS))
+    if fixed:
+        raise ValueError(f"the option(s) {', '.join(fixed)} would override the service's own timeouts; "
+                         "leave them out and set LEGALSAT_CACHE_TIMEOUT_MS")
 
 
 def get_settings(**overrides: object) -> Settings:

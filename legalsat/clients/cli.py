@@ -22,7 +22,7 @@ from collections.abc import Callable
 from legalsat.clients.entry import EXIT_INTERRUPTED
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.schemas.base import compact_json, model_json
-from legalsat.settings import Settings, get_settings
+from legalsat.settings import Settings, get_settings, redacted
 
 
 def _settings(flags: dict[str, str], uses_target: bool = True, **overrides: object) -> Settings:
@@ -54,7 +54,10 @@ def _settings(flags: dict[str, str], uses_target: bool = True, **overrides: obje
             field = Settings.model_fields.get(name)
             what = field.description if field is not None and field.description else name
             msg = str(err.get("msg", "invalid value")).removeprefix("Value error, ")
-            problems.append(Code.INVALID_INPUT.at(f"{where} is {err.get('input')!r}: {msg}",
+            given = err.get("input")  # never a secret: the token hidden, the cache URL's password masked
+            given = ("(hidden)" if name == "token" else repr(redacted(given)) if name == "cache_url"
+                     and isinstance(given, str) else repr(given))
+            problems.append(Code.INVALID_INPUT.at(f"{where} is {given}: {msg}",
                                                   f"give {where} a valid value: {what}", field=where))
         raise InputError(problems) from None
 

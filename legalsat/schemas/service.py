@@ -3,6 +3,8 @@ response models of each route are the ones the command line and Python API use."
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field, RootModel
 
 from legalsat.diagnostics import InputError
@@ -49,5 +51,9 @@ class Readiness(BaseModel):
     busy: int = Field(description="workers planning or verifying a job now")
     queued: int = Field(description="jobs waiting for a worker")
     worker_restarts: int
-    cached_plans: int
+    cached_plans: int | None = Field(description="entries in the plan cache (a shared Redis cache: the keys in "
+                                     "its database, every planner version's and the e-graphs); null when "
+                                     "it did not answer in time")
+    plan_cache: Literal["up", "down"] = Field(description='"down" while a shared cache is skipped after '
+                                              "failing (requests are planned without it)")
     planner: str

@@ -96,8 +96,22 @@ def serve(settings: Settings) -> None:
     _raise_open_files_limit()
     uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
                 http=bounded_protocol(settings.max_header_bytes, settings.head_timeout_s),
-                log_level=settings.log_level, timeout_graceful_shutdown=settings.shutdown_grace_s,
+                log_level=settings.log_level, log_config=_log_config(settings.log_level), timeout_graceful_shutdown=settings.shutdown_grace_s,
                 access_log=False, ws="none")  # no WebSocket route: an upgrade is an HTTP request like any other
+
+
+def _log_config(level: str) -> dict:
+    """uvicorn's logging set-up, with legalsat's own loggers (the ready line, the plan cache's
+    state, worker restarts) on its console handler at LEGALSAT_LOG_LEVEL: without it only their
+    warnings reached stderr, through Python's last-resort handler, and the rest was lost."""
+    import copy
+
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["loggers"]["legalsat"] = {"handlers": ["default"], "level": "TRACE" if level == "trace" else level.upper(),
+                                     "propagate": False}
+    return config
 
 
 def _raise_open_files_limit() -> None:

@@ -6,8 +6,11 @@
 
 While open, `allow()` says no at once: the caller skips the dependency (a cache miss, a write
 not made) instead of waiting for a timeout. In half_open exactly one caller is let through as
-the trial; the others are still refused until it reports. Thread-safe; the clock is
-injectable so that the transitions can be tested without sleeping.
+the trial; the others are still refused until it reports. `allow()` hands out a ticket that
+its `record` returns: only the trial's ticket decides half_open (a call let through before
+the breaker opened, reporting late, does not), and a call that reports after the breaker
+opened counts for nothing. Thread-safe; the clock is injectable so that the transitions can be
+tested without sleeping.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ class CircuitBreaker:
         self._state = CLOSED
         self._failed = 0  # failed calls in a row while closed
         self._opened_at = 0.0
-        self._trial = False  # half_open: the trial call is out
+        self._trial = 0  # half_open: the ticket of the trial call that is out (0: none)
+        self._tickets = 0  # tickets handed out; those up to _opened_ticket were let through before the last open
+        self._opened_ticket = 0
 
     @property
     def state(self) -> str:
@@ -42,44 +47,59 @@ class CircuitBreaker:
                 return HALF_OPEN
             return self._state
 
-    def allow(self) -> bool:
-        """May a call go to the dependency now? Every True must be followed by `record`."""
+    def allow(self) -> int:
+        """May a call go to the dependency now? 0 if not, else a ticket (truthy) that must be
+        passed to `record` with the call's outcome."""
         with self._lock:
             if self._state == CLOSED:
-                return True
+                return self._ticket()
             if self._state == OPEN:
                 if self._clock() - self._opened_at < self.reset_s:
-                    return False
+                    return 0
                 change = self._set(HALF_OPEN)
             else:
                 change = None
-            if self._trial:
-                allowed = False
-            else:
-                self._trial = allowed = True
+            ticket = 0
+            if not self._trial:
+                ticket = self._trial = self._ticket()
         self._notify(change)
-        return allowed
+        return ticket
 
-    def record(self, ok: bool) -> None:
-        """The outcome of a call that `allow` let through."""
+    def _ticket(self) -> int:
+        self._tickets += 1
+        return self._tickets
+
+    def record(self, ok: bool, ticket: int) -> None:
+        """The outcome of the call `allow` gave `ticket`."""
         with self._lock:
             change = None
             if self._state == HALF_OPEN:
-                self._trial = False
-                if ok:
-                    self._failed = 0
-                    change = self._set(CLOSED)
-                else:
-                    self._opened_at = self._clock()
-                    change = self._set(OPEN)
-            elif ok:
+                if ticket != self._trial:  # let through before the breaker opened: the trial decides
+                    return
+                self._trial = 0
+                change = self._open() if not ok else self._set(CLOSED)
                 self._failed = 0
-            else:
-                self._failed += 1
-                if self._state == CLOSED and self._failed >= self.failures:
-                    self._opened_at = self._clock()
-                    change = self._set(OPEN)
+            elif self._state == CLOSED and ticket > self._opened_ticket:
+                self._failed = 0 if ok else self._failed + 1
+                if self._failed >= self.failures:
+                    change = self._open()
         self._notify(change)
+
+    def failed_outside(self) -> None:
+        """A call that its caller gave up on (overdue before or while it ran): one more
+        failure in a row while closed; in half_open the trial's own outcome decides."""
+        with self._lock:
+            change = None
+            if self._state == CLOSED:
+                self._failed += 1
+                if self._failed >= self.failures:
+                    change = self._open()
+        self._notify(change)
+
+    def _open(self) -> tuple[str, str] | None:
+        self._opened_at = self._clock()
+        self._opened_ticket = self._tickets
+        return self._set(OPEN)
 
     def _set(self, state: str) -> tuple[str, str] | None:
         old, self._state = self._state, state

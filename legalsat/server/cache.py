@@ -25,6 +25,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -34,6 +35,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -77,6 +79,8 @@ class CacheBackend(Protocol):
 
     #: True when calls go over the network: the service makes them off the event loop
     remote: bool
+    #: remote backends: how long the service waits on one call, queue included (`call`)
+    call_budget_s: float
 
     @property
     def available(self) -> bool:
@@ -91,11 +95,15 @@ class CacheBackend(Protocol):
     def put(self, key: str, body: bytes) -> None:
         """Store a body; bounded by the backend's own eviction."""
 
-    def put_egraph(self, egraph_id: str, response: dict, snapshot: str) -> None:
-        """Keep a request's e-graph snapshot and its response (without the snapshot)."""
+    def put_egraph(self, egraph_id: str, response: dict, snapshot: str) -> bool:
+        """Keep a request's e-graph snapshot and its response (without the snapshot); False
+        when it could not be kept (the store is unavailable)."""
 
     def get_egraph(self, egraph_id: str) -> tuple[dict, str] | None:
         """(response, snapshot JSON) of a kept e-graph, or None."""
+
+    def overdue(self) -> None:
+        """Told of a call the service stopped waiting for (remote backends: a failure)."""
 
     def __len__(self) -> int:
         """Entries held (for /readyz)."""
@@ -103,13 +111,27 @@ class CacheBackend(Protocol):
     def close(self) -> None: ...
 
 
-async def call(cache: CacheBackend, method: Callable, *args: object):
+# the threads that make a remote cache's calls: their own, so that a slow store queues its
+# calls here and not in the loop's default executor, which other work shares
+_REMOTE_CALLS = ThreadPoolExecutor(max_workers=32, thread_name_prefix="legalsat-cache")
+
+
+async def call(cache: CacheBackend, method: Callable, *args: object, default: object = None):
     """Call a cache method from the event loop: directly for a local backend (a SQLite lookup
     costs less than a thread hop), in a thread for a remote one (a slow network never stalls
-    the loop)."""
-    if cache.remote:
-        return await asyncio.to_thread(method, *args)
-    return method(*args)
+    the loop). A remote call is waited for at most `cache.call_budget_s`, queue included: past
+    it the answer is `default` (a miss, a write not made), the call is dropped if it has not
+    started, and the backend is told (`overdue`, a failure for its breaker): a store slow
+    enough that calls queue costs plans, never seconds per request."""
+    if not cache.remote:
+        return method(*args)
+    job = asyncio.get_running_loop().run_in_executor(_REMOTE_CALLS, functools.partial(method, *args))
+    try:
+        async with asyncio.timeout(cache.call_budget_s):
+            return await job
+    except TimeoutError:
+        cache.overdue()
+        return default
 
 
 def open_cache(settings: Settings, version: str,
@@ -132,6 +154,7 @@ class PlanCache:
 
     remote = False
     available = True
+    call_budget_s = 0.0  # called directly (`call`)
 
     def __init__(self, path: str, version: str, max_entries: int = 100_000, egraphs_kept: int = 64,
                  touch_every_s: float = 60.0):
@@ -211,7 +234,7 @@ class PlanCache:
         return self._count
 
     # --- e-graphs ---
-    def put_egraph(self, egraph_id: str, response: dict, snapshot: str) -> None:
+    def put_egraph(self, egraph_id: str, response: dict, snapshot: str) -> bool:
         """Keep a request's e-graph snapshot and its response (without the snapshot)."""
         with self._lock:
             self.db.execute(
@@ -220,6 +243,7 @@ class PlanCache:
                  zlib.compress(snapshot.encode(), 1)))
             self.db.execute("DELETE FROM egraphs WHERE id IN (SELECT id FROM egraphs ORDER BY created "
                             "DESC LIMIT -1 OFFSET ?)", (self.egraphs_kept,))
+        return True
 
     def get_egraph(self, egraph_id: str) -> tuple[dict, str] | None:
         """(response, snapshot JSON) of a kept e-graph, or None."""
@@ -229,6 +253,9 @@ class PlanCache:
         if row is None:
             return None
         return json.loads(zlib.decompress(row[0])), zlib.decompress(row[1]).decode()
+
+    def overdue(self) -> None:  # never: its calls are made directly
+        pass
 
     def integrity(self) -> str:
         """SQLite's quick_check verdict ("ok" when sound)."""

@@ -105,7 +105,9 @@ async def plan_one(state: ServiceState, obj: object, gone: Disconnection | None 
     state.metrics.saturation(meta)
     full = splice_request_id(body, meta["request_id"])
     if keep:
-        await call(state.cache, state.cache.put_egraph, meta["egraph_id"], json.loads(full), meta["snapshot"])
+        if not await call(state.cache, state.cache.put_egraph, meta["egraph_id"], json.loads(full),
+                          meta["snapshot"], default=False):  # an id that names nothing is worse than no answer
+            raise ApiError(503, Code.EGRAPH_NOT_KEPT, headers={"Retry-After": "5"})
         return full, "kept"
     if not meta.get("timed"):  # an answer the time budget cut short is not the request's answer for good
         await call(state.cache, state.cache.put, key, body)  # the worker's body has no request_id: stored as it is

@@ -472,3 +472,12 @@ def test_a_bad_default_target_is_named_and_only_where_a_target_is_used(tmp_path)
 def test_emit_reads_a_bounded_prefix_of_its_input():
     r = run_cli("emit", "/dev/zero")
     assert r.returncode == 2 and b"holds more than" in r.stderr and b"Traceback" not in r.stderr, r.stderr
+
+
+def test_a_bad_setting_never_shows_a_secret(monkeypatch):
+    """A LEGALSAT_CACHE_URL refused at start was quoted whole, password included."""
+    monkeypatch.setenv("LEGALSAT_CACHE_URL", "redis://:s3cret@cache:notaport/0")
+    r = run_cli("serve", "--port", "1")
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "LEGALSAT_CACHE_URL is 'redis://:***@cache:notaport/0'" in err, err
+    assert "s3cret" not in err and "numeric port" in err

@@ -26,15 +26,15 @@ def breaker(**kw):
 
 def fail(b: CircuitBreaker, n: int = 1) -> None:
     for _ in range(n):
-        assert b.allow()
-        b.record(False)
+        ticket = b.allow()
+        assert ticket
+        b.record(False, ticket)
 
 
 def test_opens_after_consecutive_failures_only():
     b, _, changes = breaker()
     fail(b, 2)
-    assert b.allow()
-    b.record(True)  # a success in between starts the count again
+    b.record(True, b.allow())  # a success in between starts the count again
     fail(b, 2)
     assert b.state == CLOSED and changes == []
     fail(b)
@@ -49,9 +49,10 @@ def test_half_open_lets_one_trial_through_and_closes_on_success():
     assert not b.allow() and b.state == OPEN
     clock.t += 0.2
     assert b.state == HALF_OPEN
-    assert b.allow()  # the trial
+    trial = b.allow()
+    assert trial
     assert not b.allow() and not b.allow()  # the others wait for its outcome
-    b.record(True)
+    b.record(True, trial)
     assert b.state == CLOSED and b.allow()
     assert changes == [(CLOSED, OPEN), (OPEN, HALF_OPEN), (HALF_OPEN, CLOSED)]
 
@@ -72,8 +73,7 @@ def test_closed_again_needs_all_failures_again():
     b, clock, _ = breaker()
     fail(b, 3)
     clock.t += 5
-    assert b.allow()
-    b.record(True)
+    b.record(True, b.allow())
     fail(b, 2)
     assert b.state == CLOSED
 
@@ -88,7 +88,41 @@ def test_concurrent_callers_get_one_trial():
         t.start()
     for t in threads:
         t.join()
-    assert allowed.count(True) == 1
+    assert len([t for t in allowed if t]) == 1
+
+
+def test_a_call_let_through_before_the_breaker_opened_does_not_decide_the_trial():
+    """A slow call, let through while closed, failing after the breaker opened and a trial
+    succeeded, left the breaker open with no trial out (every later call refused for good)."""
+    b, clock, _ = breaker()
+    slow = b.allow()
+    fail(b, 3)
+    clock.t += 5
+    trial = b.allow()
+    b.record(False, slow)  # the slow call reports late
+    assert b.state == HALF_OPEN and not b.allow()  # the trial is still out and decides
+    b.record(True, trial)
+    assert b.state == CLOSED and b.allow()
+    late = b.allow()
+    fail(b, 3)
+    clock.t += 5
+    b.record(True, b.allow())
+    b.record(False, late)  # from before the last open: counts for nothing
+    fail(b, 2)
+    assert b.state == CLOSED
+
+
+def test_calls_given_up_from_outside_count_as_failures_while_closed():
+    b, clock, _ = breaker()
+    for _ in range(3):
+        b.failed_outside()
+    assert b.state == OPEN
+    clock.t += 5
+    trial = b.allow()
+    b.failed_outside()  # an overdue call in half_open: the trial decides
+    assert b.state == HALF_OPEN
+    b.record(True, trial)
+    assert b.state == CLOSED
 
 
 def test_rejects_nonsense_parameters():

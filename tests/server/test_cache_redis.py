@@ -264,3 +264,103 @@ def test_replicas_share_plans_and_survive_a_redis_outage(redis_exe, tmp_path):
     for s in (a, b):  # recovered: hits again on both replicas
         assert any(r[1] == s.url and r[4] == "hit" for r in after)
     assert "answers again" in (tmp_path / "a.log").read_text()
+
+
+# --- what a shared database, a slow or a refusing Redis, and a misread URL must not do ---
+
+def test_a_value_legalsat_did_not_write_is_deleted_and_the_request_planned(redis_server):
+    """Garbage, a truncated body, another program's JSON under a plan key were answered as
+    hits by every replica; a corrupt kept e-graph was a 500. Each is now a miss, deleted."""
+    errors: list[str] = []
+    c = backend(redis_server.url, on_error=errors.append)
+    c.put("good", b'{"plans":[]}')
+    stored = c.client.get("legalsat:v1:plan:good")
+    for name, value in (("garbage", b"garbage-not-json"), ("empty", b""), ("truncated", stored[:-3]),
+                        ("foreign", b'{"foo": 1}'), ("moved", stored)):  # a sealed value under another key
+        c.client.set(f"legalsat:v1:plan:{name}", value)
+        assert c.get(name) is None, name
+        assert c.client.exists(f"legalsat:v1:plan:{name}") == 0, name
+    assert c.get("good") == b'{"plans":[]}' and errors == ["corrupt"] * 5
+    c.put_egraph("a" * 32, {"i": 1}, "{}")
+    assert c.get_egraph("a" * 32) == ({"i": 1}, "{}")
+    c.client.hset("legalsat:v1:egraph:" + "b" * 32, mapping={"response": b"garbage", "snapshot": b"garbage"})
+    assert c.get_egraph("b" * 32) is None and c.client.exists("legalsat:v1:egraph:" + "b" * 32) == 0
+    assert c.available  # Redis answered every call: nothing for the breaker
+
+
+def test_a_redis_that_refuses_writes_is_up_and_its_plans_still_served(redis_server, caplog):
+    """Full under `noeviction`: each refused write counted against the breaker, which then
+    skipped the reads too (hits fell from 17 % to 6 % in a load run)."""
+    c = backend(redis_server.url)
+    c.put("kept", b'{"plans":[]}')
+    c.client.config_set("maxmemory-policy", "noeviction")
+    c.client.config_set("maxmemory", str(c.client.info("memory")["used_memory"] + 4096))
+    with caplog.at_level("WARNING", logger="legalsat.cache"):
+        for i in range(10):
+            c.put(f"k{i}", b"x" * 100_000)
+    assert c.available and c.get("kept") == b'{"plans":[]}'
+    refusals = [r for r in caplog.records if "refuses" in r.getMessage()]
+    assert len(refusals) == 1 and "allkeys-lru" in refusals[0].getMessage()  # said once, with the fix
+
+
+def test_a_redis_slow_enough_that_calls_queue_is_given_up_on_then_skipped(redis_server):
+    """200 ms replies (under the socket timeout) queued calls in a 6-thread executor: 1 to 2 s
+    a request, and the breaker never opened. A call is waited for at most its budget, queue
+    included; overdue calls count as failures."""
+    c = backend(redis_server.url, timeout_s=0.1, retry_s=60)
+    real_get = c.client.get
+
+    def slow_get(key):
+        time.sleep(0.2)
+        return real_get(key)
+
+    c.client.get = slow_get
+
+    async def many():
+        t = time.monotonic()
+        out = await asyncio.gather(*(call(c, c.get, f"k{i}") for i in range(100)))
+        return out, time.monotonic() - t
+
+    out, took = asyncio.run(many())
+    assert out == [None] * 100 and took < 1.5, took  # not 100 x 0.2 s / 32 threads
+    assert not c.available  # overdue calls opened the breaker: the next ones skip Redis at once
+
+
+def test_url_options_that_would_override_the_timeouts_and_misread_parts_are_refused():
+    """redis-py lets ?socket_timeout=10 beat LEGALSAT_CACHE_TIMEOUT_MS (a stalled Redis held a
+    request 20 s); a database index 'abc' was taken as 0; a bad port crashed the start."""
+    for url, words in (("redis://cache:6379/0?socket_timeout=10", "socket_timeout"),
+                       ("redis://cache:6379/0?health_check_interval=30&retry_on_timeout=yes", "retry_on_timeout"),
+                       ("redis://cache:6379/abc", "database index 'abc'"),
+                       ("unix:///run/redis.sock?db=x", "database index 'x'"),
+                       ("redis://cache:notaport/0", "numeric port"),
+                       ("redis://[::1/0", "IPv6")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            get_settings(cache_url=url)
+    for url in ("redis://:pw@cache:6379/2", "unix:///run/redis.sock?db=2", "rediss://cache", "redis://cache"):
+        assert get_settings(cache_url=url).cache_url == url
+
+
+def test_a_redis_that_does_not_answer_at_start_is_named_with_a_fix(caplog):
+    from legalsat.testing.live_server import free_port
+
+    with caplog.at_level("ERROR", logger="legalsat.cache"):
+        c = backend(f"redis://:s3cret@127.0.0.1:{free_port()}/0")
+    (rec,) = [r for r in caplog.records if "at start" in r.getMessage()]
+    assert "fix: check that LEGALSAT_CACHE_URL names a running Redis server" in rec.getMessage()
+    assert "s3cret" not in rec.getMessage()
+    assert c.get("k") is None  # and it plans without it
+
+
+def test_keep_egraph_without_a_store_is_refused_not_answered_with_an_id_that_names_nothing(redis_exe, tmp_path):
+    with RedisServer(redis_exe, str(tmp_path)) as rs, \
+            LiveServer(workers=1, cache_url=rs.url, cache_retry_s=60, cache_path="",
+                       log_path=str(tmp_path / "s.log"), log_level="warning") as srv:
+        rs.kill()
+        with httpx.Client(base_url=srv.url, timeout=120) as cl:
+            for _ in range(4):  # the breaker opens on the way
+                r = cl.post("/v1/optimize", json={**SMALL, "options": {"keep_egraph": True}})
+                assert r.status_code == 503 and r.json()["error"]["code"] == "egraph_not_kept", r.text
+            assert cl.post("/v1/optimize", json=SMALL).status_code == 200  # plans are still answered
+            ready = cl.get("/readyz").json()
+            assert ready["status"] == "ready" and ready["plan_cache"] == "down"

@@ -25,7 +25,8 @@ async def readyz(state: ServiceState = Depends(service)):
     alive = state.pool.alive
     body = {"status": "ready" if alive else "not_ready", "workers": state.pool.size, "workers_alive": alive,
             "busy": state.pool.busy, "queued": state.pool.queued, "worker_restarts": state.pool.restarts,
-            "cached_plans": await call(state.cache, len, state.cache), "planner": PLANNER_VERSION}
+            "cached_plans": await call(state.cache, len, state.cache),
+            "plan_cache": "up" if state.cache.available else "down", "planner": PLANNER_VERSION}
     return JSONResponse(body, status_code=200 if alive else 503)
 
 
