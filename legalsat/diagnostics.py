@@ -165,8 +165,9 @@ class Code(Enum):
                       "warp within a 32-row window", 'use distribution "warp_local" if that holds')
     LOAD_TILE_STRATEGY = ("load_tile", Category.PLANNING, "tile loads use tma or direct staging",
                           "nothing to change: a tile is staged for its consumer by tma or direct copies")
-    GATHER_TMA = ("gather_tma", Category.PLANNING, "TMA gather4 is Blackwell-only; on this target an "
-                  "indexed row copy has no descriptor form", "use direct or inspector_executor")
+    GATHER_TMA = ("gather_tma", Category.PLANNING, "an indexed row copy has no TMA plan: a tiled descriptor "
+                  "walks boxes, not index lists (Blackwell's TMA gather4 is not planned)",
+                  "use direct or inspector_executor")
     NO_TMA_UNIT = ("no_tma_unit", Category.PLANNING, "the target has no tensor memory accelerator",
                    "use another strategy")
     TMA_UNAVAILABLE = ("tma_unavailable", Category.PLANNING, "no formulation may be TMA-legal",

@@ -219,13 +219,10 @@ def _request_id_of(text: bytes) -> str | None:
 
 def lost_chunk(first: int, lines: list[bytes], why: str) -> bytes:
     """Answers for a chunk whose workers kept dying: one error object per line."""
-    out = []
-    for k, line in enumerate(lines):
-        err = Code.WORKER_LOST.error(f"line {first + k} was not answered: {why}",
-                                     "run the line again; if it fails again, lower its options.node_limit")
-        err.line, err.text = first + k, line.strip()
-        out.append(_plan_error(err) + b"\n")
-    return b"".join(out)
+    from legalsat.clients.jsonl import lost_answers
+
+    return lost_answers(_plan_error, first, lines, why,
+                        "run the line again; if it fails again, lower its options.node_limit")
 
 
 _ERROR_LINE = re.compile(rb'^\{"request_id":(?:null|"(?:[^"\\]|\\.)*"),"status":"error"')
@@ -352,9 +349,9 @@ def _optimize(args: argparse.Namespace) -> int:
     except InputError:
         _json_lines_hint(data, args.file)  # the likelier mistake, when it is one
         raise
-    if args.format == "summary":  # the table's "why" is the planner's explain
-        options = request.get("options")
-        request = {**request, "options": {**(options if isinstance(options, dict) else {}), "explain": True}}
+    options = request.get("options", {})
+    if args.format == "summary" and isinstance(options, dict):  # the table's "why" is the planner's explain
+        request = {**request, "options": {**options, "explain": True}}  # (options of another type: refused as such)
     if args.stage:
         from legalsat.api import dump_stages
 
@@ -403,32 +400,44 @@ def _batch(args: argparse.Namespace) -> int:
         print(f"\rlegalsat batch [{filled:<30}] {done}/{total or '?'} {rate:.1f}/s {eta}   ", end="",
               file=sys.stderr, flush=True)
 
-    pool = None
-    if args.ray is not None:  # the same streaming path, with Ray actors for the process pool
-        from legalsat.clients.ray_batch import RayExecutor
-
-        # actors: --jobs; else a local instance gets the usable CPUs, a cluster one actor per CPU of its own
-        actors = args.jobs or (settings.workers if args.ray == "local" else None)
-        pool = functools.partial(RayExecutor, args.ray, actors, lost_chunk)
     if args.output != "-" and _same_file("/dev/stdin" if args.file == "-" else args.file, args.output):
         raise Code.INVALID_INPUT.error(f"-o {args.output} is the input file: writing it would erase the requests "
                                        "before they are read", "write the answers to another file", "-o")
-    raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
-    out = _BatchOutput(raw)
-    try:
-        with _open_input(args.file) as f:
+    # the input opened and the Ray cluster joined before the output is: a typo or an unreachable
+    # cluster leaves an existing output file as it was
+    with _open_input(args.file) as f:
+        ray_pool = None
+        if args.ray is not None:  # the same streaming path, with Ray actors for the process pool
+            from legalsat.clients.ray_batch import RayExecutor
+
+            # actors: --jobs; else a local instance gets the usable CPUs, a cluster one actor per CPU
+            ray_pool = RayExecutor(args.ray, args.jobs or (settings.workers if args.ray == "local" else None),
+                                   lost_chunk)
+        try:
+            raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
+        except BaseException:
+            if ray_pool is not None:
+                ray_pool.shutdown()
+            raise
+        out = _BatchOutput(raw)
+        try:
             if bar and args.file != "-":  # the bar's length, counted a step at a time (a line may be huge)
-                total = sum(block.count(b"\n") for block in iter(lambda: f.read(1 << 20), b""))
+                last = b"\n"
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    total += block.count(b"\n")
+                    last = block[-1:]
+                total += last != b"\n"  # a last line without its newline is a line
                 f.seek(0)
             lines = run_stream(f, out, plan_chunk_job(settings.target, settings.max_body_bytes),
                                lambda: _plan_handler(settings.target), _plan_error, settings.max_body_bytes,
                                settings.workers, chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False,
-                               progress=progress if bar else None, start_method="forkserver", executor=pool)
-    finally:
-        if bar:
-            print(file=sys.stderr)
-        if raw is not sys.stdout.buffer:
-            raw.close()
+                               progress=progress if bar else None, start_method="forkserver",
+                               executor=ray_pool and (lambda: ray_pool), lost=lost_chunk)
+        finally:
+            if bar:
+                print(file=sys.stderr)
+            if raw is not sys.stdout.buffer:
+                raw.close()
     if not args.quiet:
         took = time.monotonic() - start
         print(f"legalsat batch: {lines} lines answered, {out.errors} errors, {took:.1f} s "
@@ -672,5 +681,9 @@ def _quiet_stdout() -> None:
         pass
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # python -m legalsat.clients.cli: run as the entry point does
+    # this file again under its own name, so that the chunk jobs it hands to worker processes
+    # and Ray actors are found by it (as __main__'s, a Ray actor could not unpickle them)
+    from legalsat.clients.entry import main as entry
+
+    raise SystemExit(entry())

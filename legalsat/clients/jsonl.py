@@ -10,13 +10,15 @@ writes one line and waits gets its answer.
 
 from __future__ import annotations
 
+import functools
 import io
 import multiprocessing as mp
 import os
 import stat
 from collections import deque
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from legalsat.diagnostics import Code, InputError
@@ -130,7 +132,8 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
                shape_error: ErrorShaper, max_line_bytes: int, workers: int, *,
                chunk_lines: int = CHUNK_LINES, parallel_min_bytes: int = PARALLEL_MIN_BYTES,
                interactive_pipes: bool = True, progress: Callable[[int], None] | None = None,
-               start_method: str = "fork", executor: Callable[[], Executor] | None = None) -> int:
+               start_method: str = "fork", executor: Callable[[], Executor] | None = None,
+               lost: Callable[[int, list[bytes], str], bytes] | None = None) -> int:
     """Answer every line of `f` on `out`, in order; return the number of lines.
 
     Input of at least `parallel_min_bytes` (a regular file; any pipe when not
@@ -144,7 +147,9 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
     which a fork would copy mid-flight. `executor` makes the pool another
     concurrent.futures.Executor of `workers` workers, or of its own `size` when it has one
     (legalsat.clients.ray_batch: actors of a Ray cluster); everything else, the order and the
-    bound on work in flight (two chunks a worker) included, is this same code.
+    bound on work in flight (two chunks a worker) included, is this same code. `lost(first,
+    lines, why)` answers a chunk whose local worker process died `LOCAL_ATTEMPTS` times (the
+    pool is restarted after each death; default: `lost_answers` with `shape_error`).
     """
     regular = is_regular_file(f)
     size = os.fstat(f.fileno()).st_size if regular else 0
@@ -153,27 +158,49 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
         return process_lines(bounded_lines(f, max_line_bytes), out, make_handler(), shape_error, max_line_bytes,
                              flush_each=not regular)
     n = done = 0
-    pending: deque[tuple[int, Future[bytes]]] = deque()
+    pending: deque[_Chunk] = deque()
+    make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method),
+                                                         initializer=_ignore_interrupts))
+    pool = make_pool()
+    generation = 0  # pools started so far, less one: a chunk broken on an older pool did not break this one
+
+    def answers(c: _Chunk) -> bytes:
+        """The oldest chunk's answers. A local worker that died (killed, out of memory, a native
+        crash) breaks its whole pool: a fresh one is started and each chunk the break took is
+        run again alone, so the chunk that kills its worker is the one retried and, after
+        `LOCAL_ATTEMPTS`, answered by `lost` (the others are answered as usual)."""
+        nonlocal pool, generation
+        while True:
+            try:
+                return c.future.result()
+            except BrokenExecutor:
+                if executor is not None:  # an executor of its own retries (Ray)
+                    raise
+            if c.generation == generation:  # it was running when this pool broke
+                c.attempts += 1
+                _stop(pool)
+                pool, generation = make_pool(), generation + 1
+                if c.attempts >= LOCAL_ATTEMPTS:
+                    why = f"its worker process died {c.attempts} times"
+                    return (lost or functools.partial(lost_answers, shape_error))(c.first, c.lines, why)
+            c.future, c.generation = pool.submit(job, c.first, c.lines), generation
 
     def write_oldest() -> None:
         nonlocal done
-        lines, fut = pending.popleft()
-        out.write(fut.result())
-        done += lines
+        c = pending.popleft()
+        out.write(answers(c))
+        done += len(c.lines)
         if progress:
             progress(done)
         if not regular:  # a pipe's reader sees each answer as it is written
             out.flush()
 
-    make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method),
-                                                         initializer=_ignore_interrupts))
-    pool = make_pool()
     try:
         inflight = 2 * getattr(pool, "size", workers)  # an executor that sizes itself (a Ray cluster) says so
         for first, chunk in _chunks(f, chunk_lines, max_line_bytes):
-            pending.append((len(chunk), pool.submit(job, first, chunk)))
+            pending.append(_Chunk(first, chunk, pool.submit(job, first, chunk), generation))
             n += len(chunk)
-            while len(pending) >= inflight or (pending and pending[0][1].done()):  # answers as they are ready
+            while len(pending) >= inflight or (pending and pending[0].future.done()):  # answers as they are ready
                 write_oldest()
         while pending:
             write_oldest()
@@ -182,6 +209,32 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
         raise
     pool.shutdown(wait=True)
     return n
+
+
+LOCAL_ATTEMPTS = 3  # runs of a chunk whose worker process dies before its lines are answered as lost
+
+
+def lost_answers(shape_error: ErrorShaper, first: int, lines: list[bytes], why: str,
+                 fix: str = "run the line again") -> bytes:
+    """A chunk that could not be answered: one `worker_lost` error object per line, shaped as
+    the command shapes its errors."""
+    out = []
+    for k, line in enumerate(lines):
+        err = Code.WORKER_LOST.error(f"line {first + k} was not answered: {why}", fix)
+        err.line, err.text = first + k, b"" if isinstance(line, Oversize) else line.strip()
+        out.append(shape_error(err) + b"\n")
+    return b"".join(out)
+
+
+@dataclass(eq=False)
+class _Chunk:
+    """Lines in flight: where they start, their future, the pool generation it belongs to."""
+
+    first: int
+    lines: list[bytes]
+    future: Future
+    generation: int
+    attempts: int = 0
 
 
 def _ignore_interrupts() -> None:

@@ -9,7 +9,10 @@ planner stays warm (egglog programs, caches) and an e-graph never leaves it.
 
 Failures: a chunk whose actor dies (killed, out of memory, its node lost) is sent to another
 actor, and a replacement actor is started; a chunk still running `chunk_timeout_s` after it
-began has its actor killed, which is the same case. After `max_attempts` the chunk's lines
+began (not counting the time it waited behind its actor's earlier chunks) has its actor
+killed, which is the same case; a chunk that had not begun when its actor died is not counted
+as tried. Actors the cluster cannot place (more than its free CPUs) are let go at the start,
+not waited for. After `max_attempts` the chunk's lines
 are answered by `fail` (one error object per line), so the output keeps one line per input
 line whatever happens. Per-request deadlines (`options.timeout_ms`) hold inside the actor as
 they do in a local worker.
@@ -21,6 +24,7 @@ import logging
 import os
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future
 
@@ -50,21 +54,39 @@ class _ChunkActor:
         return os.getpid()
 
 
+# the HTTP/2 connection preface and an empty SETTINGS frame (RFC 9113, 3.4)
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
 def _reachable(address: str, timeout_s: float = 5.0) -> None:
     """A "host:port" or "ray://host:port" address answers a TCP connection within `timeout_s`
-    (ray.init retries an unreachable one for minutes); InputError naming --ray otherwise."""
+    and speaks gRPC there (ray.init retries an unreachable one, or another kind of server, for
+    minutes); InputError naming --ray otherwise."""
     import socket
 
     hostport = address.removeprefix("ray://")
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit():  # "auto" and the like: Ray finds the cluster itself
         return
+    fix = ("start the cluster (ray start --head) and pass its address, or --ray local for a Ray instance on this "
+           "machine")
     try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s).close()
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s) as conn:
+            # Ray's GCS and its client server speak gRPC: an HTTP/2 server answers the connection
+            # preface with its SETTINGS frame (ray.init retried another server for 10 minutes)
+            conn.sendall(_HTTP2_PREFACE)
+            head = b""
+            while len(head) < 9:
+                got = conn.recv(9 - len(head))
+                if not got:
+                    break
+                head += got
     except OSError as e:
-        raise Code.INVALID_INPUT.error(f"no Ray cluster answers at {address}: {e.strerror or e}",
-                                       "start the cluster (ray start --head) and pass its address, or --ray local "
-                                       "for a Ray instance on this machine", "--ray") from None
+        raise Code.INVALID_INPUT.error(f"no Ray cluster answers at {address}: {e.strerror or e}", fix,
+                                       "--ray") from None
+    if len(head) < 9 or head[3] != 0x4:
+        raise Code.INVALID_INPUT.error(f"{address} answers, but not as a Ray cluster (no gRPC server there)",
+                                       fix + " (the GCS port, 6379 by default, or ray://host:10001)", "--ray")
 
 
 class RayExecutor(Executor):
@@ -74,13 +96,20 @@ class RayExecutor(Executor):
     actors. submit(job, first, lines) returns a Future of the chunk's answers."""
 
     def __init__(self, address: str, actors: int | None, fail: ChunkFailure, *, max_attempts: int = 3,
-                 chunk_timeout_s: float = 600.0, poll_s: float = 0.5):
+                 chunk_timeout_s: float = 600.0, poll_s: float = 0.5, start_timeout_s: float = 120.0,
+                 start_grace_s: float = 15.0):
+        import signal
+
         ray = _ray()
         self._ray = ray
         self._started = False
+        # ray.init puts its own SIGTERM handler in (exit 15 with a stack dump): the command's
+        # stays, so SIGTERM ends a --ray batch as Ctrl-C does
+        in_main = threading.current_thread() is threading.main_thread()
+        sigterm = signal.getsignal(signal.SIGTERM) if in_main else None
         if not ray.is_initialized():
-            if address == "local":
-                ray.init(num_cpus=actors, include_dashboard=False, log_to_driver=False,
+            if address == "local":  # a new instance here, even beside a running cluster or with RAY_ADDRESS set
+                ray.init(address="local", num_cpus=actors, include_dashboard=False, log_to_driver=False,
                          configure_logging=False, logging_level=logging.WARNING)
             else:
                 _reachable(address)
@@ -92,19 +121,61 @@ class RayExecutor(Executor):
                         f"--ray {address!r}: {str(e)[:300]}", "pass local (a Ray instance on this machine), auto (the "
                         "cluster this machine belongs to), host:port or ray://host:10001", "--ray") from None
             self._started = True
-        if actors is None:  # the cluster's, not this machine's, CPUs
-            actors = int(ray.cluster_resources().get("CPU", 1))
-        self._remote = ray.remote(num_cpus=1, max_restarts=0)(_ChunkActor)
-        self.actors = [self._remote.remote() for _ in range(max(actors, 1))]
-        self._load = {id(a): 0 for a in self.actors}
+        if in_main and sigterm is not None:
+            signal.signal(signal.SIGTERM, sigterm)
+        try:
+            self._start_actors(actors, start_timeout_s, start_grace_s)
+        except BaseException:  # interrupted or refused while starting: no Ray process stays behind
+            self._kill_all()
+            raise
         self._fail, self._max_attempts, self._timeout = fail, max_attempts, chunk_timeout_s
         self._lock = threading.Lock()
-        self._running: dict[int, tuple[float, object]] = {}  # task id -> (start, actor)
+        # task id -> (when its actor began it, or None while it waits behind the actor's earlier
+        # chunks; the actor); an actor runs its chunks in order, one at a time
+        self._running: dict[int, tuple[float | None, object]] = {}
+        self._queues: dict[int, deque[int]] = {id(a): deque() for a in self.actors}
         self._ids = 0
         self._closed = threading.Event()
         self.retries = 0
         self._watchdog = threading.Thread(target=self._watch, args=(poll_s,), daemon=True)
         self._watchdog.start()
+
+    def _start_actors(self, actors: int | None, timeout_s: float, grace_s: float = 15.0) -> None:
+        """`actors` actors (None: one per CPU of the cluster), kept once each has answered: an
+        actor the cluster cannot place (more asked for than it has free CPUs) waited for a CPU
+        forever, with chunks queued on it. Once the first has started (within `timeout_s`:
+        else an error naming --jobs), the others get `grace_s` more; those not started by then
+        are let go."""
+        ray = self._ray
+        if actors is None:  # the cluster's CPUs, not this machine's
+            actors = int(ray.cluster_resources().get("CPU", 1))
+        self._remote = ray.remote(num_cpus=1, max_restarts=0)(_ChunkActor)
+        self.actors = [self._remote.remote() for _ in range(max(actors, 1))]
+        pings = {a.pid.remote(): a for a in self.actors}
+        ready, waiting = ray.wait(list(pings), num_returns=1, timeout=timeout_s)
+        if ready and waiting:
+            more, _ = ray.wait(waiting, num_returns=len(waiting), timeout=grace_s)
+            ready += more
+        started = [pings[r] for r in ready]
+        for a in self.actors:
+            if a not in started:
+                ray.kill(a)
+        if not started:
+            free = ray.available_resources().get("CPU", 0)
+            raise Code.INVALID_INPUT.error(
+                f"no Ray actor of the {len(self.actors)} asked for started within {timeout_s:g} s (the cluster has "
+                f"{free:g} free CPUs; each actor takes one)", "lower --jobs, or free CPUs on the cluster", "--jobs")
+        if len(started) < len(self.actors):
+            log.warning("%d of %d Ray actors started (the cluster has too few free CPUs for the others): using %d",
+                        len(started), len(self.actors), len(started))
+        self.actors = started
+        self._load = {id(a): 0 for a in self.actors}
+
+    def _kill_all(self) -> None:
+        for a in getattr(self, "actors", []):
+            self._ray.kill(a)
+        if self._started:
+            self._ray.shutdown()
 
     @property
     def size(self) -> int:
@@ -120,10 +191,7 @@ class RayExecutor(Executor):
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._closed.set()
-        for a in self.actors:
-            self._ray.kill(a)
-        if self._started:
-            self._ray.shutdown()
+        self._kill_all()
 
     # --- scheduling ---
 
@@ -141,6 +209,7 @@ class RayExecutor(Executor):
                 fresh = self._remote.remote()
                 self.actors.append(fresh)
                 self._load[id(fresh)] = 0
+                self._queues[id(fresh)] = deque()
                 log.warning("a Ray actor died; started a replacement (%d actors)", len(self.actors))
 
     def _send(self, result: Future, job, first: int, lines: list[bytes], attempt: int) -> None:
@@ -148,14 +217,21 @@ class RayExecutor(Executor):
         with self._lock:
             self._ids += 1
             task = self._ids
-            self._running[task] = (time.monotonic(), actor)
+            queue = self._queues.setdefault(id(actor), deque())
+            self._running[task] = (None if queue else time.monotonic(), actor)
+            queue.append(task)
         ref = actor.run.remote(job, first, lines)
 
         def done(fut: Future) -> None:
             with self._lock:
-                self._running.pop(task, None)
+                began, _ = self._running.pop(task, (None, None))
                 if id(actor) in self._load:
                     self._load[id(actor)] -= 1
+                queue = self._queues.get(id(actor), deque())
+                if task in queue:
+                    queue.remove(task)
+                if queue and queue[0] in self._running:  # the actor's next chunk begins now
+                    self._running[queue[0]] = (time.monotonic(), actor)
             try:
                 result.set_result(fut.result())
                 return
@@ -166,11 +242,13 @@ class RayExecutor(Executor):
                 result.set_result(self._fail(first, lines, why))
                 return
             self._replace(actor)
-            if attempt < self._max_attempts and not self._closed.is_set():
+            # a chunk that was still waiting behind another when its actor died did not fail
+            tried = attempt if began is not None else attempt - 1
+            if tried < self._max_attempts and not self._closed.is_set():
                 self.retries += 1
-                self._send(result, job, first, lines, attempt + 1)
+                self._send(result, job, first, lines, tried + 1)
             else:
-                result.set_result(self._fail(first, lines, f"{why}, {attempt} times"))
+                result.set_result(self._fail(first, lines, f"{why}, {tried} times"))
 
         ref.future().add_done_callback(done)
 
@@ -179,7 +257,8 @@ class RayExecutor(Executor):
         while not self._closed.wait(poll_s):
             now = time.monotonic()
             with self._lock:
-                stuck = [actor for start, actor in self._running.values() if now - start > self._timeout]
+                stuck = [actor for began, actor in self._running.values()
+                         if began is not None and now - began > self._timeout]
             for actor in {id(a): a for a in stuck}.values():
                 log.warning("a Ray actor ran a chunk for over %.0f s; killing it", self._timeout)
                 self._ray.kill(actor, no_restart=True)

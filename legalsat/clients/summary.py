@@ -20,11 +20,17 @@ def summary(out: dict) -> str:
     """The response `out` (legalsat.optimize's dict) as a short table."""
     took = out.get("timings_ms", {}).get("total")
     head = f"legalsat: {out['status']} on {out['target']}" + (f", planned in {took:.0f} ms" if took is not None else "")
+    egraph = out.get("egraph") or {}
+    if egraph.get("stop_reason") not in (None, "saturated"):  # what was not explored may hold the missing plans
+        head += f" (saturation stopped by its {egraph['stop_reason']} after {egraph.get('iterations')} iteration(s))"
     lines = [head, "  " + _cut(out["term"], WIDTH - 2)]
     plans = out.get("plans", [])
     if plans:
         w = max(len(p["strategy"]) for p in plans)
-        lines.append("plans, best first:")
+        times = [p["cost"]["estimated_us"] for p in plans]
+        lines.append("plans, best first" + ("" if times == sorted(times) else
+                                            " (near one launch's time: by estimate + largest program; see explain)")
+                     + ":")
         for i, p in enumerate(plans):
             cost = p["cost"]
             tbps = f"{cost['estimated_tbps']:.2f} TB/s" if cost.get("estimated_tbps") else ""

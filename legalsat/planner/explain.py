@@ -46,9 +46,10 @@ from legalsat.terms.strategy import Strategy
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
 
 
-def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan]) -> tuple[Plan, ...]:
-    """`plans` (best first) with their explanations."""
-    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0]))
+def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan], not_planned: int = 0) -> tuple[Plan, ...]:
+    """`plans` (best first) with their explanations; `not_planned`: candidates left out by
+    options.max_plans."""
+    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0], not_planned))
                  for i, p in enumerate(plans))
 
 
@@ -65,19 +66,36 @@ def _width_eff(req: PlanRequest, width: int) -> int:
 
 
 def _runs(piece: Piece) -> tuple[int, int]:
-    """Bytes of the contiguous run on each side (the innermost unit-stride dim's extent)."""
+    """Bytes of the contiguous run a program accesses on each side: the unit-stride dim's
+    extent, cut to the tile's extent along it where the tile spans the piece's dims."""
+    tiled = len(piece.tile) == len(piece.dims)
+
     def run(stride_of) -> int:  # noqa: ANN001
-        unit = [d.extent for d in piece.dims if stride_of(d) == 1]
+        unit = [min(d.extent, piece.tile[k]) if tiled else d.extent for k, d in enumerate(piece.dims)
+                if stride_of(d) == 1]
         return (unit[0] if unit else 1) * piece.element_bytes
     return run(lambda d: d.src_stride), run(lambda d: d.dst_stride)
 
 
-def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[str, ...]:
+def _sector_use(src_run: int, dst_run: int) -> str:
+    """What runs of these lengths make of 32-byte sectors (a run that starts on a sector)."""
+    runs = f"contiguous runs {src_run} B (src) and {dst_run} B (dst)"
+    worst = min(src_run, dst_run, key=lambda r: r / (SECTOR * math.ceil(r / SECTOR)))
+    if worst % SECTOR == 0:
+        return f"{runs}: whole 32-byte sectors"
+    touched = SECTOR * math.ceil(worst / SECTOR)
+    return f"{runs}: a {worst}-byte run uses {worst} of the {touched} bytes of the sectors it touches (at best)"
+
+
+def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_planned: int) -> tuple[str, ...]:
     c = req.target.cost
     us = p.cost.estimated_us
     launches = len(p.pieces) + (len(p.gather.inspector.passes) if p.gather and p.gather.inspector else 0)
-    # what the estimate charges for them (an inspector-executor's short passes: fewer)
-    charged = INSPECTOR_LAUNCHES if p.gather is not None and p.gather.inspector is not None else launches
+    # what the estimate charges for them: INSPECTOR_LAUNCHES for an inspector-executor (its
+    # short passes), one for every other plan (the cost rules price a core and its tail
+    # pieces as one movement)
+    inspector = p.gather is not None and p.gather.inspector is not None
+    charged = INSPECTOR_LAUNCHES if inspector else 1
     launch_us = charged * c.launch_ns / 1000
     sort_us = _group_sort_us(req, p)
     bw_us = max(us - launch_us - sort_us, 0.0)
@@ -97,24 +115,20 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
                 facts.append(f"the {scattered[0]} side is accessed element by element across its rows: each "
                              f"{core.element_bytes}-byte access uses {core.element_bytes}/{SECTOR} of a 32-byte sector "
                              f"(the target's element-wise efficiency: {c.scatter / 10:.0f}%)")
-            elif min(src_run, dst_run) < SECTOR:
-                worst = min(src_run, dst_run)
-                facts.append(f"contiguous runs {src_run} B (src) and {dst_run} B (dst): a {worst}-byte run uses "
-                             f"{worst}/{SECTOR} of each 32-byte sector it touches")
             else:
-                facts.append(f"contiguous runs {src_run} B (src) and {dst_run} B (dst): whole 32-byte sectors")
+                facts.append(_sector_use(src_run, dst_run))
     if p.smem is not None:
         s = p.smem
         ways = [f"{w:g}-way {k}" for k, w in (("writes", s.write_conflict_ways), ("reads", s.read_conflict_ways))
                 if w is not None]
-        conflict = "conflict-free" if all(w in (None, 1.0) for w in (s.write_conflict_ways, s.read_conflict_ways)) \
-            else "bank conflicts"
+        conflict = ("bank conflicts not modelled" if not ways else "conflict-free" if all(
+            w in (None, 1.0) for w in (s.write_conflict_ways, s.read_conflict_ways)) else "bank conflicts")
         facts.append(f"shared memory: {_fmt_bytes(s.bytes_per_stage)} x {s.stages} stage(s), swizzle {s.swizzle.value}, "
-                     f"{s.padding_bytes} B row padding; {conflict} ({', '.join(ways) or 'no modelled access'})")
+                     f"{s.padding_bytes} B row padding; {conflict}" + (f" ({', '.join(ways)})" if ways else ""))
     if p.descriptors:
         d = p.descriptors[0]
-        facts.append(f"TMA: {len(p.descriptors)} descriptor(s), box {list(d.tma.box_dim)} (innermost first), "
-                     f"{p.num_stages} stage(s)")
+        facts.append(f"TMA: {len(p.descriptors)} descriptor(s), box {list(d.tma.box_dim)} (innermost first, in "
+                     f"{d.tma.dtype.name} elements), {p.num_stages} stage(s)")
     if p.gather is not None:
         g = p.gather
         facts.append(f"gather: {g.index_count} entries of {g.slab_bytes} B, {g.rows_per_program} per program")
@@ -122,8 +136,8 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
             facts.append(f"inspector: {len(g.inspector.passes)} passes ({', '.join(g.inspector.passes)}) over "
                          f"{_fmt_bytes(g.inspector.index_bytes)} of (index, position) pairs")
     facts.append(f"launches: {launches} kernel(s) of {c.launch_ns / 1000:g} us each"
-                 + (f" (the estimate charges {charged}: the inspector's passes are short kernels)"
-                    if charged != launches else ""))
+                 + (f" (the estimate charges {charged}: " + ("the inspector's passes are short kernels)" if inspector
+                    else "the cost rules price the pieces as one movement)") if charged != launches else ""))
 
     walk = _walk_cost(req, p)
     if walk is not None:  # a tile load: its own model (legalsat.planner.build.tile.walk_cost)
@@ -137,8 +151,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
                         f"({walk.fact})")
             if p.smem is not None and p.strategy == Strategy.TMA:
                 headline += f", {conflict} shared memory"
-    elif eff is None or launch_us >= bw_us:
-        headline = f"launch-bound: {charged} launch(es) are {launch_us:.2f} of its {us:.2f} us"
+    elif eff is None or launch_us >= bw_us:  # "launch-bound" is the ranking's word (rank.launch_bound)
+        word = "launch-bound" if launch_bound(p, c) else "launch-dominated"
+        headline = f"{word}: {charged} launch(es) are {launch_us:.2f} of its {us:.2f} us"
     else:
         what = facts[0].split(" (")[0] if core is not None else "its accesses"
         if core is not None and core.dims and "element by element" in facts[1]:
@@ -156,7 +171,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan) -> tuple[
                      f"{c.program_gbps} GB/s adds {longest_program_us(p, c):.2f} us to its launch")
     rule = f"plans within {LAUNCH_BOUND:g} x one launch rank by estimate + largest program"
     if rank == 0:
-        standing = f"ranked 1st of {of}" + (" (the only plan)" if of == 1 else "")
+        standing = f"ranked 1st of {of}" + (
+            f" (options.max_plans {req.options.max_plans}: {not_planned} more candidate(s) not planned)" if not_planned
+            else " (the only plan)" if of == 1 else "")
         if bound and of > 1:
             standing += f": {rule}, {launch_key_us(p, c):.3f} us"
     elif bound and launch_bound(first, c):
@@ -243,7 +260,7 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
         else:
             why = f"at most {_fmt_bytes(block * eb)} per program ({block} elements of {eb} B)"
         out.append(f"block {block}: {why}")
-    elif len(tile) == len(extents):
+    elif len(tile) == len(extents) and p.tile_load is None:  # a tile load's tile is the request's own
         for k, (t, n) in enumerate(zip(tile, extents)):
             if t == 1:
                 continue
@@ -258,7 +275,7 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
                 why = f"the tile's bytes: {_fmt_bytes(math.prod(tile) * eb)} per stage"
             else:
                 why = "the tile's bytes per program"
-            out.append(f"tile dim {k} = {t} of {n}: {why}")
+            out.append(f"tile dim {k} = {t} of {n} {eb}-byte elements: {why}")
     if p.smem is not None and p.smem.stages > 1:
         per = p.smem.bytes_per_stage + (p.smem.store_buffer_bytes or 0) / max(p.smem.stages, 1)
         more = (p.smem.stages + 1) * p.smem.bytes_per_stage + (p.smem.store_buffer_bytes or 0)

@@ -84,8 +84,10 @@ def _optimize(req: PlanRequest) -> PlanResponse:
         snapshot = sat.snapshot if req.options.keep_egraph else None
         clock.lap("extract")
     plans, rejected = [], []
-    for cand in cands:
+    not_planned = 0  # candidates past options.max_plans
+    for k, cand in enumerate(cands):
         if len(plans) >= req.options.max_plans:
+            not_planned = len(cands) - k
             break
         if remaining_ms() == 0:  # the budget is spent: what was not reached says so
             rejected.append(Rejected(cand.strategy, cand.term, (Code.PLANNING_DEADLINE.at(
@@ -99,7 +101,7 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     # builders may know better than the e-graph (tile loads)
     plans.sort(key=lambda p: plan_rank(p, req.target.cost))
     if req.options.explain:
-        plans = list(explain(req, plans))
+        plans = list(explain(req, plans, not_planned))
     offered = {c.strategy for c in cands}
     rejected += [Rejected(s, None, tuple(why_not(req, s))) for s in Strategy if s not in offered]
     return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,

@@ -98,8 +98,10 @@ class CostOut(Out):
     """The planner's estimate (its cost model, not a measurement)."""
 
     estimated_us: float = Field(description="estimated kernel time in microseconds")
-    bytes_moved: int = Field(description="bytes read plus bytes written")
-    estimated_tbps: float | None = Field(description="bytes_moved / estimated time, in TB/s")
+    bytes_moved: int = Field(description="bytes read plus bytes written (a tile load: the tiles read from global "
+                             "memory plus their writes to shared memory)")
+    estimated_tbps: float | None = Field(description="bytes_moved / estimated time, in TB/s (a tile load's counts "
+                                         "its shared-memory writes: half of it is the global-memory rate)")
     model: str = Field(description="where the cost facts come from: analytic, or the calibration run")
 
 
@@ -355,7 +357,11 @@ class OptimizeResponse(Out):
     planner: str = Field(description="the planner's version (plans are cached per version)")
     term: str = Field(description="the request's movement as an s-expression")
     status: Literal["ok", "infeasible"] = Field(description="ok: at least one plan")
-    plans: list[PlanOut] = Field(description="plans of distinct strategies, best (lowest estimate) first")
+    # (1.1: legalsat.planner.rank.LAUNCH_BOUND, which the kernels' import of this module may not load)
+    plans: list[PlanOut] = Field(description="plans of distinct strategies, best first: by estimate, except "
+                                 "that plans within 1.1 x one launch (launch-bound: their estimates differ by less "
+                                 "than the model resolves) rank by estimate + their largest program's time, pointer "
+                                 "kernels before TMA pipelines and shuffles (each plan's explain says which applied)")
     rejected: list[RejectedOut] = Field(description="strategies without a plan, and why")
     egraph: EgraphOut = Field(description="the saturated e-graph")
     timings_ms: TimingsOut = Field(description="time per stage")

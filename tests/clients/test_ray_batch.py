@@ -137,3 +137,100 @@ def test_an_unreachable_cluster_is_named_at_once(tmp_path):
                         "127.0.0.1:1", "-o", str(tmp_path / "out.jsonl"), "--quiet"], capture_output=True, timeout=120)
     assert r.returncode == 2 and b"--ray" in r.stderr and b"Traceback" not in r.stderr, r.stderr
     assert time.perf_counter() - t < 60
+
+
+def test_actors_the_cluster_cannot_place_are_let_go_not_waited_for(ray):
+    """--jobs 5 on a 2-CPU cluster: the batch stopped at its second line for 10 minutes (three
+    actors waited for a CPU forever, with chunks queued on them)."""
+
+    from legalsat.clients.ray_batch import RayExecutor
+    from legalsat.testing import chunk_jobs
+
+    pool = RayExecutor("auto", 5, cli.lost_chunk, start_timeout_s=60, start_grace_s=3)
+    try:
+        assert pool.size == 2
+        futures = [pool.submit(chunk_jobs.echo, k, [b"x"]) for k in range(1, 9)]
+        assert [f.result(timeout=60) for f in futures] == [b'{"line":%d}\n' % k for k in range(1, 9)]
+    finally:
+        pool.shutdown()
+
+
+def test_a_chunks_time_counts_from_when_its_actor_begins_it(ray):
+    """The chunk timeout counted the time a chunk waited behind its actor's earlier chunks:
+    chunks of 1.2 s each, two queued on one actor under a 2 s timeout, got worker_lost."""
+    import functools
+
+    from legalsat.clients.ray_batch import RayExecutor
+    from legalsat.testing import chunk_jobs
+
+    pool = RayExecutor("auto", 1, cli.lost_chunk, chunk_timeout_s=2.0, poll_s=0.1, start_timeout_s=60)
+    try:
+        job = functools.partial(chunk_jobs.sleeping, 1.2)
+        futures = [pool.submit(job, k, [b"x"]) for k in range(1, 4)]
+        assert [f.result(timeout=120) for f in futures] == [b'{"line":%d}\n' % k for k in range(1, 4)]
+        assert pool.retries == 0
+    finally:
+        pool.shutdown()
+
+
+def _batch_cmd(tmp_path, *extra: str) -> list[str]:
+    import sys
+
+    term = "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"
+    (tmp_path / "in.jsonl").write_text(json.dumps({"term": term}) + "\n")
+    return [sys.executable, "-m", "legalsat.clients.cli", "batch", str(tmp_path / "in.jsonl"), "-o",
+            str(tmp_path / "out.jsonl"), "--quiet", *extra]
+
+
+def test_a_port_that_is_not_ray_is_named_at_once(tmp_path):
+    """An HTTP server's port passed the connection check; ray.init then retried for 10 minutes."""
+    import http.server
+    import subprocess
+    import time
+
+    pytest.importorskip("ray")
+    server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        t = time.perf_counter()
+        r = subprocess.run(_batch_cmd(tmp_path, "--ray", f"127.0.0.1:{server.server_port}"), capture_output=True,
+                           timeout=120)
+    finally:
+        server.shutdown()
+    assert r.returncode == 2 and b"not as a Ray cluster" in r.stderr, r.stderr
+    assert time.perf_counter() - t < 60
+
+
+def test_local_starts_its_own_instance_whatever_ray_address_says(tmp_path):
+    """--ray local with RAY_ADDRESS set (or a cluster running here) crashed: ValueError, num_cpus
+    may not be given when connecting to an existing cluster."""
+    import os
+    import subprocess
+
+    need_module("ray")
+    r = subprocess.run(_batch_cmd(tmp_path, "--ray", "local", "--jobs", "1"), capture_output=True, timeout=300,
+                       env={**os.environ, "RAY_ADDRESS": "127.0.0.1:1"})
+    out = (tmp_path / "out.jsonl").read_text()
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, (r.stderr[-2000:], out[:2000])
+    assert json.loads(out)["status"] == "ok"
+
+
+def test_sigterm_ends_a_ray_batch_as_ctrl_c_does(tmp_path):
+    """ray.init replaced the command's SIGTERM handler: exit 15 with a stack dump."""
+    import signal
+    import subprocess
+    import time
+
+    need_module("ray")
+    slow = json.dumps({"op": reordered_copy(), "options": {"node_limit": 400_000, "timeout_ms": 60_000}})
+    (tmp_path / "slow.jsonl").write_text((slow + "\n") * 4)
+    proc = subprocess.Popen([*_batch_cmd(tmp_path, "--ray", "local", "--jobs", "1")[:4], str(tmp_path / "slow.jsonl"),
+                             "-o", str(tmp_path / "out.jsonl"), "--ray", "local", "--jobs", "1"],
+                            stderr=subprocess.PIPE)
+    end = time.monotonic() + 120
+    while time.monotonic() < end and not (tmp_path / "out.jsonl").exists():  # opened once Ray is up
+        time.sleep(0.2)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and b"legalsat: interrupted" in err, err[-2000:]

@@ -163,3 +163,45 @@ def test_every_suite_plans_explanation_adds_up_to_its_estimate():
         moved = float(size) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
         parts = float(launch) + float(sort or 0) + moved / (int(gbps) * 1e3 * int(share) / 100)
         assert abs(parts - float(total)) <= 0.02 * float(total) + 0.05, (rid, estimate)
+
+
+def _launches(line: str) -> float:
+    return float(line.split(" launch(es) are ")[1].split(" of")[0])
+
+
+def test_a_core_and_tail_plan_charges_the_launches_its_estimate_does():
+    """A 1,000,003-element copy (a core and a tail piece): the headline put 2 launches, 6.00
+    us, against an estimate of 4.35 us, which charges one."""
+    out = optimize({"term": "(copy (view float16 (1000003) (1) 16) (view float16 (1000003) (1) 16))",
+                    "options": {"explain": True}})
+    for p in out["plans"]:
+        lines = p["explain"]
+        if " launch(es) are " in lines[0]:
+            assert _launches(lines[0]) <= p["cost"]["estimated_us"], lines[0]
+        assert f"estimated {p['cost']['estimated_us']:.2f} us = launches 3.00 us" in lines[2], lines[2]
+        if len(p["pieces"]) > 1:
+            assert any("(the estimate charges 1: the cost rules price the pieces as one movement)" in line
+                       for line in lines)
+
+
+def test_a_tile_loads_tile_is_not_explained_as_a_solved_limit():
+    """The tile of a load_tile is the request's: 'tile dim 0 = 8 of 1: the extent 1' was invented."""
+    out = optimize({"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [1, 509], "strides": [509, 1]},
+                           "tile": [8, 64], "consumer": "rows"}, "options": {"explain": True}})
+    for p in out["plans"]:
+        assert not any(line.startswith("limit: tile dim") for line in p["explain"]), p["explain"]
+
+
+def test_the_only_plan_is_not_claimed_when_max_plans_cut_the_list():
+    out = optimize({**TRANSPOSE, "options": {"explain": True, "max_plans": 1}})
+    standing = out["plans"][0]["explain"][1]
+    assert "the only plan" not in standing and "options.max_plans 1: " in standing, standing
+
+
+def test_sector_use_is_whole_only_for_runs_of_whole_sectors():
+    """A 66-byte run was called 'whole 32-byte sectors'."""
+    from legalsat.planner.explain import _sector_use
+
+    assert _sector_use(4096, 128).endswith("whole 32-byte sectors")
+    assert "a 66-byte run uses 66 of the 96 bytes" in _sector_use(66, 4096)
+    assert "a 16-byte run uses 16 of the 32 bytes" in _sector_use(16, 64)

@@ -333,7 +333,7 @@ def walk_cost(target: Target, strategy: Strategy, tiles: int, tile_bytes: int, s
     registers on its way (twice the traffic: half its access width's share), one tile in flight."""
     c = target.cost
     if strategy is Strategy.TMA:
-        efficiency, fact = c.tile_tma, "tile_tma"
+        efficiency, fact = c.tile_tma, "the target's TMA tile-load share"
     else:
         stages = 1
         efficiency = dict(c.by_width).get(min(16, vector_bytes), c.scatter) // 2

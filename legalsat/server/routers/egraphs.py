@@ -6,7 +6,7 @@ import re
 
 from fastapi import APIRouter, Depends, Path
 from fastapi.responses import HTMLResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from legalsat.diagnostics import Code
 from legalsat.server.deps import ServiceState, service
@@ -29,21 +29,28 @@ class EgraphDoc(BaseModel):
     """A kept e-graph: e-classes with their analysis values, e-nodes with their costs, the
     extracted plans located in it, the rejected candidates with their reasons."""
 
-    id: str
-    report: dict | None
-    request_id: str | None
-    target: str | None
-    term: str | None
-    status: str | None
-    stop_reason: str | None
-    iterations: int | None
-    eclass_count: int
-    enode_count: int
-    eclasses: list[dict]
-    enodes: list[dict]
-    extracted: list[dict]
-    rejected: list[dict]
-    target_facts: dict
+    id: str = Field(description="the e-graph's id (egraph.id of the optimize response that kept it)")
+    report: dict | None = Field(description="the saturation report: per iteration and ruleset, as the response's "
+                                "egraph.report")
+    request_id: str | None = Field(description="the request_id of the request that kept it")
+    target: str | None = Field(description="the target it was planned for")
+    term: str | None = Field(description="the request's movement term")
+    status: str | None = Field(description="the response's status: ok or infeasible")
+    stop_reason: str | None = Field(description="how saturation ended: saturated, node_limit, time_limit, "
+                                    "iteration_limit")
+    iterations: int | None = Field(description="completed saturation rounds")
+    eclass_count: int = Field(description="e-classes of the term sorts (the response's egraph.eclasses)")
+    enode_count: int = Field(description="e-nodes of the term sorts (the response's egraph.enodes)")
+    eclasses: list[dict] = Field(description="each e-class: id, sort, its e-nodes and its analysis values")
+    enodes: list[dict] = Field(description="each e-node: id, operator, children (e-class ids), its e-class and "
+                               "cost in picoseconds of estimated kernel time (the extraction's unit; 1 us = "
+                               "1,000,000 ps), where the cost model gives one")
+    extracted: list[dict] = Field(description="the response's plans located in the e-graph (their e-nodes)")
+    rejected: list[dict] = Field(description="strategies without a plan, with their reasons (as the response's "
+                                 "rejected)")
+    target_facts: dict = Field(description="the target's facts as the rules see them: a value (EffWidth w: the "
+                               "per-mille share of copy bandwidth of w-byte accesses), or null for a fact that holds "
+                               "without one (TmaUnit: the target has a TMA unit)")
 
 
 def _load(state: ServiceState, egraph_id: str) -> dict:
