@@ -22,6 +22,7 @@ from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
 from legalsat.planner.rank import plan_rank
 from legalsat.planner.reasons import why_not
+from legalsat.planner.reports import StopReason
 from legalsat.planner.request import PlanRequest
 from legalsat.planner.solve import Infeasible
 from legalsat.terms.movement import moved_elements
@@ -103,7 +104,8 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     if req.options.explain:
         plans = list(explain(req, plans, not_planned))
     offered = {c.strategy for c in cands}
-    rejected += [Rejected(s, None, tuple(why_not(req, s))) for s in Strategy if s not in offered]
+    stopped = None if report.stop_reason == StopReason.SATURATED else report.stop_reason.value
+    rejected += [Rejected(s, None, tuple(why_not(req, s, stopped))) for s in Strategy if s not in offered]
     return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
                         "ok" if plans else "infeasible", tuple(plans), tuple(rejected), report, clock.result(),
                         snapshot, req.warnings)

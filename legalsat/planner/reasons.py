@@ -100,8 +100,11 @@ def _of(name: str, d: Diagnostic) -> Diagnostic:
     return replace(d, message=f"{name}: {d.message}", field=d.field or name)
 
 
-def why_not(req: PlanRequest, strategy: Strategy) -> list[Diagnostic]:
-    """The reasons `strategy` was never offered for `req` (never empty)."""
+def why_not(req: PlanRequest, strategy: Strategy, stopped: str | None = None) -> list[Diagnostic]:
+    """The reasons `strategy` was never offered for `req` (never empty). `stopped`: the limit
+    that stopped saturation, if one did; then a strategy the request's kind allows was perhaps
+    only not reached, which is what is said rather than a guess at its shape (a rank-8 permute
+    cut short was told it does not transpose)."""
     m = req.movement
     if strategy is Strategy.TMA:
         return _why_not_tma(req)
@@ -113,4 +116,7 @@ def why_not(req: PlanRequest, strategy: Strategy) -> list[Diagnostic]:
         return [Code.GATHER_STAGED.at()]
     if isinstance(m, Gather) and strategy is Strategy.SHUFFLE:
         return [Code.NOT_WARP_LOCAL.at()]
+    if stopped is not None:
+        return [Code.NOT_REACHED.at(f"saturation stopped by its {stopped} before it found a {strategy.value} "
+                                    "formulation")]
     return [_NOT_OFFERED[strategy].at()]

@@ -69,3 +69,17 @@ def test_recorded_tma_starts_fault_exactly_off_16_bytes():
     for r in rows:
         assert (r["verdict"] == "exact") == (r["offset_bytes"] % 16 == 0), r
         assert r["verdict"] == "exact" or "illegal instruction" in r["verdict"], r
+
+
+def test_a_strategy_not_reached_before_a_limit_is_said_to_be_not_reached():
+    """A rank-8 permute whose saturation ran out of time was told its staged plan was missing
+    because it does not transpose; what is known is only that it was not reached."""
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import reordered_copy
+
+    out = optimize({"op": reordered_copy(), "options": {"timeout_ms": 1}})
+    assert out["egraph"]["stop_reason"] == "time_limit"
+    rules = {r["strategy"]: [x["rule"] for x in r["reasons"]] for r in out["rejected"]}
+    assert "not_transposing" not in rules.get("staged_smem", []), rules
+    assert rules.get("staged_smem") in (None, ["not_reached"], ["planning_deadline"]), rules
+    assert rules["inspector_executor"] == ["no_indices"]  # what the request's kind decides stays said
