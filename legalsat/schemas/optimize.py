@@ -9,6 +9,7 @@ InputError naming the field and how to fix it.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from math import prod
 from typing import Annotated, Literal
@@ -304,13 +305,30 @@ _HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
 
 
+# the fields that give away another command's input (the route and command to use)
+_OTHER_INPUTS = (({"global_dim", "box_dim"}, "a TMA descriptor: judge it with `legalsat validate-descriptor` "
+                  "(POST /v1/descriptors/validate)"),
+                 ({"roles"}, "an asynchronous copy protocol: check it with `legalsat verify-pipeline` "
+                  "(POST /v1/verify/pipeline)"),
+                 ({"pattern"}, "a shared-memory access: count its bank conflicts with `legalsat bank-conflicts` "
+                  "(POST /v1/analyze/bank-conflicts)"),
+                 ({"addresses"}, "a shared-memory access: count its bank conflicts with `legalsat bank-conflicts` "
+                  "(POST /v1/analyze/bank-conflicts)"))
+
+
 def check_request_shape(obj: dict) -> None:
     """What the service checks of a request before it queues it, in time that does not grow
     with the request: its top-level fields are the schema's, and a term is not longer than
     MAX_TERM_CHARS (the rest is checked in a worker). InputError naming the field otherwise."""
     unknown = [key for key in obj if key not in OptimizeRequest.model_fields]
     if unknown:  # said as the schema's own validation says it
-        raise InputError(details_from_validation([{"type": "extra_forbidden", "loc": (unknown[0],)}], known_fields=_KNOWN))
+        err = InputError(details_from_validation([{"type": "extra_forbidden", "loc": (unknown[0],)}], known_fields=_KNOWN))
+        other = next((what for keys, what in _OTHER_INPUTS if keys <= obj.keys()), None)
+        if other is not None:  # another command's input: which one, rather than "remove the field"
+            d = err.details[0]
+            err = InputError([dataclasses.replace(d, fix=f"this is {other}; an optimize request is "
+                                                  '{"target": ..., "op": {...}} or {"term": "(copy ...)"}')])
+        raise err
     term = obj.get("term")
     if isinstance(term, str):
         check_term_length(term)

@@ -281,3 +281,17 @@ def test_a_negative_extent_of_thirty_digits_is_not_shown_as_its_stand_in():
     with pytest.raises(InputError) as e:
         parse_request(f'{{"op": {{"kind": "copy", "src": {view}, "dst": {view}}}}}')
     assert "more than 24 digits" in e.value.headline.message and "1000000" not in e.value.headline.message
+
+
+@pytest.mark.parametrize("example,command", [("descriptors.jsonl", "validate-descriptor"),
+                                             ("bank_conflicts.jsonl", "bank-conflicts"),
+                                             ("pipelines.jsonl", "verify-pipeline")])
+def test_another_commands_input_is_named_not_told_to_drop_its_fields(example, command):
+    """A descriptor fed to optimize or batch was told 'unknown field dtype: remove the field'."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    for line in (root / "examples" / example).read_text().splitlines()[:5]:
+        with pytest.raises(InputError) as e:
+            parse_request(line)
+        assert f"legalsat {command}" in e.value.headline.fix, e.value.headline
