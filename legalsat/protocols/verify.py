@@ -477,15 +477,22 @@ def _ref(inst: _Inst) -> str:
 
 def trip_count_range(proto: Protocol) -> range:
     """The trip counts checked, lazily (the lcm of coprime stage counts is large): the
-    declared one, or 0 .. 2*lcm(stage counts) + max shift + 1, which covers every (stage,
-    parity) pair in steady state plus every short-loop case."""
+    declared one, or 0 .. 2*period + the largest constant + 1, where the period is the lcm of
+    the stage counts and the parity periods, and the constants are every shift (slots,
+    parities) and every constant term of a block's count and start and of a guard: that
+    covers every (stage, parity) pair in steady state, every short-loop case, and every
+    iteration a guard or a block's bounds single out (a wait skipped from i = 10 on was never
+    reached by the bound of the shifts alone, and a racy pipeline was answered ok)."""
     if proto.iterations is not None:
         return range(proto.iterations, proto.iterations + 1)
-    counts = [a.count for a in proto.barriers] + [a.count for a in proto.buffers] or [1]
-    period = math.lcm(*counts)
-    shifts = [abs(s.shift) for r in proto.roles for op in r.ops() for s in (op.bar, op.buffer)
-              if s is not None] + [abs(b.start.c) for r in proto.roles for b in r.blocks]
-    return range(0, 2 * period + max(shifts, default=0) + 2)
+    ops = [op for r in proto.roles for op in r.ops()]
+    periods = [a.count for a in proto.barriers] + [a.count for a in proto.buffers] + [
+        op.phase.period for op in ops if op.phase is not None and op.phase.period]
+    affines = [a for r in proto.roles for b in r.blocks for a in (b.count, b.start)] + [
+        g for op in ops if op.when is not None for g in (op.when.i_ge, op.when.i_lt) if g is not None]
+    constants = ([abs(s.shift) for op in ops for s in (op.bar, op.buffer) if s is not None]
+                 + [abs(op.phase.shift) for op in ops if op.phase is not None] + [abs(a.c) for a in affines])
+    return range(0, 2 * math.lcm(*periods or [1]) + max(constants, default=0) + 2)
 
 
 def trip_counts(proto: Protocol) -> tuple[int, ...]:

@@ -261,8 +261,9 @@ class _Builder:
         trips = trip_count_range(proto)
         if len(trips) > MAX_TRIP_COUNTS:
             counts = sorted({a.count for a in (*proto.barriers, *proto.buffers)})
-            self.bad("iterations", f"the stage counts {counts} repeat together only every {(len(trips) - 2) // 2} "
-                     f"iterations: {len(trips)} trip counts to check, the verifier checks at most {MAX_TRIP_COUNTS}",
+            self.bad("iterations", f"every behaviour of the protocol shows within {len(trips)} trip counts (its stage "
+                     f"counts {counts} repeat together, then the largest shift or constant of its guards and blocks); "
+                     f"the verifier checks at most {MAX_TRIP_COUNTS}",
                      "declare the trip count to check (iterations), or give the barrier and buffer arrays stage "
                      "counts with a small common multiple")
             return

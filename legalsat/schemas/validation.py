@@ -110,6 +110,19 @@ def _siblings(known: list[str] | dict[str, list[str]] | None, loc: tuple) -> lis
     return known.get(parent, [])
 
 
+# what a union's scalar branches say of an object: that it is not their scalar
+_SCALAR_MISMATCH = frozenset({"int_type", "int_parsing", "string_type", "bool_type", "float_type", "literal_error",
+                              "enum"})
+
+
+def _other_branch(e: dict, etype: str, loc: tuple, located: list[tuple[dict, str, tuple]]) -> bool:
+    """Whether `e` is a union branch's complaint that an object is not its scalar, while
+    another branch took the object and says what is wrong inside it (a count of {"n": 32} was
+    headlined "should be a valid integer", its real problem, n <= 1, third)."""
+    return etype in _SCALAR_MISMATCH and isinstance(e.get("input"), dict) and any(
+        len(other) > len(loc) and other[:len(loc)] == loc for _, _, other in located)
+
+
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
                             known_fields: list[str] | dict[str, list[str]] | None = None,
                             tags: tuple[str, ...] = ()) -> list[Diagnostic]:
@@ -125,13 +138,17 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
     named by.
     """
     out, models = [], _model_names()
+    located = []
     for e in (err.errors(include_url=False) if isinstance(err, ValidationError) else err):
         etype = e.get("type", "value_error")
         raw = tuple(e.get("loc", ()))
         # an unknown field's own name ends its path, whatever it is spelt like ("Options", "copy")
         keep_last = etype == "extra_forbidden" and raw
         loc = tuple(p for p in (raw[:-1] if keep_last else raw) if not _not_a_field(p, tags, models))
-        loc = loc + raw[-1:] if keep_last else loc
+        located.append((e, etype, loc + raw[-1:] if keep_last else loc))
+    for e, etype, loc in located:
+        if _other_branch(e, etype, loc, located):
+            continue
         path = field_path(loc) or None
         msg = e.get("msg", "invalid value")
         if etype == "value_error" and msg.startswith("Value error, "):

@@ -149,3 +149,28 @@ def test_the_bitset_judgement_finds_what_the_pairwise_definition_finds():
                 assert got == _pairwise_races(run), (q.name, n)
                 checked += 1
     assert checked > 200
+
+
+def _guarded(when: dict | None = None, count: dict | None = None, iterations: int | None = None) -> dict:
+    """One role over 2 stages: expect, load, wait (under `when`), consume."""
+    wait = {"op": "wait", "bar": "full", "phase": {}, **({"when": when} if when else {})}
+    block = {"ops": [{"op": "expect_tx", "bar": "full", "bytes": 1024},
+                     {"op": "tma_load", "bar": "full", "buffer": "buf", "bytes": 1024}, wait,
+                     {"op": "consume", "buffer": "buf"}], **({"count": count} if count else {})}
+    return {"name": "guarded", "iterations": iterations, "barriers": [{"name": "full", "count": 2, "arrivals": 1}],
+            "buffers": [{"name": "buf", "count": 2, "bytes": 1024}],
+            "setup": [{"op": "init", "bar": {"name": "full", "all": True}, "count": 1}],
+            "roles": [{"name": "main", "blocks": [block]}],
+            "teardown": [{"op": "invalidate", "bar": {"name": "full", "all": True}}]}
+
+
+def test_a_race_a_guard_constant_singles_out_is_found_for_any_trip_count():
+    """A wait skipped from iteration 10 on: checked only up to N = 5 (the bound of the stage
+    counts and shifts), the pipeline was answered ok; with iterations 12 it was a race."""
+    import legalsat
+
+    assert legalsat.verify_pipeline(_guarded()).ok
+    racy = legalsat.verify_pipeline(_guarded(when={"i_lt": {"c": 10}}))
+    assert not racy.ok and max(racy.trip_counts) >= 11
+    assert not legalsat.verify_pipeline(_guarded(when={"i_lt": {"c": 10}}, iterations=12)).ok
+    assert legalsat.verify_pipeline(_guarded(when={"i_lt": {"n": 1, "c": 0}})).ok  # i < N: every iteration waits

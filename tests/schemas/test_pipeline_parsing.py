@@ -101,8 +101,12 @@ def test_verification_past_its_work_bound_is_refused_before_it_runs():
 
     t = time.perf_counter()
     with pytest.raises(InputError) as e:
-        legalsat.verify_pipeline(arrivals(8, 4096))
+        legalsat.verify_pipeline(arrivals(8, {"n": 1, "c": 0}))  # N iterations: 48 N operations, N up to 129
     assert e.value.headline.field == "roles[0].blocks[0].count" and "trip count" in e.value.headline.message
+    # a fixed count of 4,096 iterations: every trip count up to past it would be checked
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(arrivals(8, 4096))
+    assert e.value.headline.field == "iterations"
     # stage counts whose common multiple is huge: refused without enumerating the trip counts
     with pytest.raises(InputError) as e:
         legalsat.verify_pipeline(arrivals(1, 1, (64, 63, 61, 59, 53)))
@@ -135,3 +139,18 @@ def test_a_fixed_parity_is_an_integer(fixed):
         legalsat.verify_pipeline({"barriers": [{"name": "b"}],
                                   **_one_role({"op": "wait", "bar": "b", "phase": {"fixed": fixed}})})
     assert e.value.headline.field.endswith("phase.fixed")
+
+
+def test_an_object_in_a_union_field_is_told_what_is_wrong_inside_it():
+    """{"n": 2} for a count was headlined 'should be a valid integer' (the integer branch's
+    complaint), and a misspelt field of a buffer slot 'send a JSON string'."""
+    from legalsat.testing.protocols import arrivals
+
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(arrivals(1, {"n": 2}))
+    assert e.value.headline.field == "roles[0].blocks[0].count.n" and len(e.value.details) == 1
+    doc = arrivals(1, 4)
+    doc["roles"][0]["blocks"][0]["ops"] = [{"op": "arrive", "bar": {"name": "b0", "shfit": 1}}]
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(doc)
+    assert "unknown field 'shfit'" in e.value.headline.message, e.value.details
