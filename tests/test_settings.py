@@ -69,3 +69,16 @@ def test_workers_and_worker_memory_default_to_what_the_process_may_use(tmp_path,
     assert s.worker_memory_mb == min(4096, os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") >> 20) * 3 // 4 // 2
 
 
+
+
+def test_the_readme_lists_every_setting():
+    """LEGALSAT_HEAD_TIMEOUT_S was missing from the README's list of settings."""
+    from pathlib import Path
+
+    from legalsat.settings import Settings
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    listed = text[text.index("**Settings**"):]
+    missing = [f"LEGALSAT_{name.upper()}" for name in Settings.model_fields
+               if f"`LEGALSAT_{name.upper()}`" not in listed]
+    assert not missing, missing

@@ -228,14 +228,20 @@ def lost_chunk(first: int, lines: list[bytes], why: str) -> bytes:
 _ERROR_LINE = re.compile(rb'^\{"request_id":(?:null|"(?:[^"\\]|\\.)*"),"status":"error"')
 
 
-class _BatchOutput:
-    """The batch's output stream, counting the error lines it writes."""
+# an analysis command's error object: its verdict's fields, then "error" (a key: inside a JSON
+# string the quotes would be escaped)
+_ANALYSIS_ERROR_LINE = re.compile(rb',"error":\{"code":"')
 
-    def __init__(self, raw):
-        self.raw, self.errors = raw, 0
+
+class _BatchOutput:
+    """A streaming command's output, counting the error lines it writes (`pattern`: how an
+    error line starts, or where its error object is)."""
+
+    def __init__(self, raw, pattern: re.Pattern[bytes] = _ERROR_LINE):
+        self.raw, self.errors, self.pattern = raw, 0, pattern
 
     def write(self, data: bytes) -> int:
-        self.errors += sum(bool(_ERROR_LINE.match(line)) for line in data.splitlines())
+        self.errors += sum(bool(self.pattern.search(line)) for line in data.splitlines())
         return self.raw.write(data)
 
     def flush(self) -> None:
@@ -274,14 +280,12 @@ def _run_stream(args: argparse.Namespace) -> int:
                          target=args.target, workers=args.workers)
     handler, shape_error = _STREAMS[args.command]
     handler(settings.target)  # fail fast on a bad target, before reading any input
+    out = _BatchOutput(sys.stdout.buffer, _ANALYSIS_ERROR_LINE)
     with _open_input(args.file) as f:
-        run_stream(f, sys.stdout.buffer,
-                   functools.partial(_stream_chunk, args.command, settings.target,
-                                     settings.max_body_bytes),
-                   lambda: handler(settings.target), shape_error, settings.max_body_bytes,
-                   settings.workers)
-    sys.stdout.buffer.flush()
-    return 0
+        run_stream(f, out, functools.partial(_stream_chunk, args.command, settings.target, settings.max_body_bytes),
+                   lambda: handler(settings.target), shape_error, settings.max_body_bytes, settings.workers)
+    out.flush()
+    return BATCH_LINES_FAILED if out.errors else 0  # a verdict (legal or not, ok or not) is an answer
 
 
 def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> None:
@@ -290,7 +294,7 @@ def _add_stream_args(p: argparse.ArgumentParser, target_help: str | None) -> Non
     else:
         p.set_defaults(target=None)
     p.add_argument("--workers", type=int, default=None,
-                   help="worker processes for large files (default: LEGALSAT_WORKERS or all cores)")
+                   help="worker processes for large files (default: LEGALSAT_WORKERS, the CPUs the process may use)")
     p.add_argument("file", nargs="?", default="-", help="JSON Lines file, or - for stdin (default)")
     p.set_defaults(run=_run_stream)
 
@@ -379,7 +383,7 @@ def _codes(args: argparse.Namespace) -> int:
     return 0
 
 
-BATCH_LINES_FAILED = 4  # `legalsat batch` answered every line, and some with an error object
+BATCH_LINES_FAILED = 4  # a streaming command (batch, the analyses) answered every line, and some with an error object
 
 
 def _batch(args: argparse.Namespace) -> int:

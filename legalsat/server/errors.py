@@ -86,10 +86,13 @@ _DEADLINE_FIX = {"verify_pipeline": "declare a smaller trip count (iterations): 
                                     "with its stage period; or retry when the service is less busy"}
 
 
-def deadline(ms: int, waited: bool, kind: str = "optimize") -> ApiError:
+def deadline(ms: int, waited: bool, kind: str = "optimize", grace_ms: int = 0) -> ApiError:
+    """504 for a job not answered within `ms`, `grace_ms` of which is the grace past the job's
+    own budget (said apart: the budget is what the request and LEGALSAT_DEADLINE_MS set)."""
     where = "waiting for a worker" if waited else "planning" if kind.startswith("optimize") else "verifying"
     fix = "retry when the service is less busy" if waited else _DEADLINE_FIX.get(kind)
-    return ApiError(504, Code.DEADLINE_EXCEEDED, f"no answer within the deadline of {ms} ms (spent {where})", fix)
+    limit = f"{ms - grace_ms} ms (+{grace_ms} ms grace)" if grace_ms else f"{ms} ms"
+    return ApiError(504, Code.DEADLINE_EXCEEDED, f"no answer within the deadline of {limit} (spent {where})", fix)
 
 
 def worker_lost() -> ApiError:

@@ -51,12 +51,12 @@ async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: in
                 return await asyncio.shield(waiter)
         except TimeoutError:
             if fut.cancel():
-                raise deadline(deadline_ms, True, kind) from None
+                raise deadline(deadline_ms, True, kind, grace_ms) from None
             return await waiter  # running: its slot resolves it at the deadline (kill) or before
     except DeadlineExceeded as e:
         if not e.waited:  # a worker was killed for it: worth a line in the log
             log.warning("%s job ran past its deadline of %d ms; its worker was replaced", kind, deadline_ms)
-        raise deadline(deadline_ms, e.waited, kind) from None
+        raise deadline(deadline_ms, e.waited, kind, grace_ms) from None
     except WorkerLost:
         raise worker_lost() from None
     except asyncio.CancelledError:

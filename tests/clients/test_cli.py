@@ -29,7 +29,7 @@ def test_validate_descriptor_keeps_every_line_in_order(tmp_path):
     p = tmp_path / "in.jsonl"
     p.write_text("\n".join(lines) + "\n")
     r = run_cli("validate-descriptor", str(p))
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 4, r.stderr  # some lines are bad input: error objects
     out = [json.loads(x) for x in r.stdout.decode().splitlines()]
     assert len(out) == len(lines)
     assert [o["legal"] for o in out] == [True, False, False, False, False, False, True]
@@ -98,7 +98,7 @@ def test_bank_conflicts_keeps_every_line_in_order():
              json.dumps({"op": "load", "pattern": "cols", "vector": 8,
                          "tile": {"dtype": "bfloat16", "shape": [32, 64], "swizzle": "128B"}})]
     r = run_cli("bank-conflicts", "-", stdin=("\n".join(lines) + "\n").encode())
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 4, r.stderr  # some lines are bad input: error objects
     out = [json.loads(x) for x in r.stdout.decode().splitlines()]
     assert len(out) == 4
     assert out[0]["wavefronts"] == 32 and out[0]["conflict_ways"] == 32.0
@@ -114,7 +114,7 @@ def test_verify_pipeline_keeps_every_line_in_order():
     bad = protocol_json(SEEDS["tx_mismatch"](warp_specialized(2)))
     lines = [json.dumps(good), json.dumps(bad), "{}", "nope"]
     r = run_cli("verify-pipeline", "-", stdin=("\n".join(lines) + "\n").encode())
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 4, r.stderr  # some lines are bad input: error objects
     out = [json.loads(x) for x in r.stdout.decode().splitlines()]
     assert [o["ok"] for o in out] == [True, False, False, False]
     v = out[1]["violations"][0]
@@ -552,3 +552,13 @@ def test_the_progress_bar_counts_a_last_line_without_its_newline(tmp_path, monke
     assert cli.main(["batch", str(src), "-o", str(tmp_path / "out.jsonl"), "--jobs", "2"]) == 0
     err = capsys.readouterr().err
     assert " 3/3 " in err and "3/2" not in err, err
+
+
+@pytest.mark.parametrize("command", ["validate-descriptor", "bank-conflicts", "verify-pipeline"])
+def test_an_analysis_whose_lines_could_not_be_judged_says_so_in_its_exit_status(command):
+    """Every line an input error, and the command exited 0 (batch says 4)."""
+    r = run_cli(command, "-", stdin=b"garbage\n")
+    assert r.returncode == 4 and b'"error":{"code":"invalid_json"' in r.stdout, (r.returncode, r.stdout)
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    if command == "verify-pipeline":  # verdicts, broken protocols among them: answers
+        assert run_cli(command, os.path.join(examples, "pipelines.jsonl")).returncode == 0

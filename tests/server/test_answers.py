@@ -99,3 +99,12 @@ def test_every_legalsat_exception_survives_pickling():
     for e in errors:
         back = pickle.loads(pickle.dumps(e))
         assert type(back) is type(e) and str(back) == str(e)
+
+
+def test_a_deadline_answer_names_the_budget_and_the_grace_apart():
+    """--deadline-ms 30 with 200 ms of grace answered 'no answer within the deadline of 230 ms'."""
+    from legalsat.server.errors import deadline
+
+    msg = deadline(230, False, "optimize", 200).detail.message
+    assert "deadline of 30 ms (+200 ms grace)" in msg and "230" not in msg
+    assert "deadline of 30 ms (spent" in deadline(30, True).detail.message
