@@ -20,6 +20,8 @@ service's error catalogue:
 
 from __future__ import annotations
 
+import email.utils
+import http.client
 import json
 import time
 import urllib.error
@@ -37,7 +39,7 @@ RETRIED = (429, 503)
 class CallInfo:
     """What the last call's response said besides its body."""
 
-    status: int
+    status: int | None  # None: no HTTP answer came (unreachable, timed out, not HTTP)
     cache: str | None  # X-Legalsat-Cache of an optimize answer: "hit" or "miss"
     seconds: float
     attempts: int
@@ -104,6 +106,12 @@ class Client:
                                            "pass the service's address, e.g. http://127.0.0.1:8000", "url")
         if retries < 0:
             raise Code.INVALID_INPUT.error(f"retries is {retries}", "pass 0 or more", "retries")
+        if not timeout_s > 0:
+            raise Code.INVALID_INPUT.error(f"timeout_s is {timeout_s}", "pass a positive number of seconds", "timeout_s")
+        if token is not None and (not token.isascii() or not token.isprintable() or " " in token):
+            raise Code.INVALID_INPUT.error("token holds characters a bearer token cannot (non-ASCII, spaces or "
+                                           "control characters)", "pass the server's LEGALSAT_TOKEN as it is set",
+                                           "token")
         self.url = url.rstrip("/")
         self.token = token
         self.timeout_s = timeout_s
@@ -146,11 +154,12 @@ class Client:
         return self._call("GET", "/healthz", None)
 
     def ready(self) -> bool:
-        """GET /readyz: whether the workers are up (False while starting or draining)."""
+        """GET /readyz: whether the workers are up (False while the service starts, drains, or
+        does not answer yet; a wrong URL reads the same: `health()` says why)."""
         try:
             self._call("GET", "/readyz", None, retries=0)
         except ServiceError as e:
-            if e.status == 503:
+            if e.status == 503 or e.code == "unreachable":
                 return False
             raise
         return True
@@ -173,25 +182,46 @@ class Client:
                     raw, status, cache = r.read(), r.status, r.headers.get("X-Legalsat-Cache")
             except urllib.error.HTTPError as e:
                 raw, status = e.read(), e.code
-                if status in RETRIED and left > 0:
+                wait = _retry_after(e.headers.get("Retry-After"))
+                # a retry's wait counts against timeout_s: a Retry-After of 30 s did not stop at 1
+                if status in RETRIED and left > 0 and time.monotonic() - start + wait < self.timeout_s:
                     left -= 1
-                    time.sleep(_retry_after(e.headers.get("Retry-After")))
+                    time.sleep(wait)
                     continue
                 self.last = CallInfo(status, None, time.monotonic() - start, attempt)
                 raise _error_of(status, raw) from None
             except (urllib.error.URLError, ConnectionError) as e:
+                self.last = CallInfo(None, None, time.monotonic() - start, attempt)
                 reason = getattr(e, "reason", e)
                 raise ServiceError(None, "unreachable", f"no legalsat service answers at {self.url}: {reason}",
                                    "start one with `legalsat serve`, or pass the service's URL") from None
             except TimeoutError:
+                self.last = CallInfo(None, None, time.monotonic() - start, attempt)
                 raise ServiceError(None, "timeout", f"{method} {path} got no answer within {self.timeout_s} s",
                                    "raise timeout_s, or lower the request's options.timeout_ms") from None
+            except http.client.HTTPException as e:  # a server that is not HTTP, or a cut answer
+                self.last = CallInfo(None, None, time.monotonic() - start, attempt)
+                raise ServiceError(None, "http_error", f"{method} {path}: the answer from {self.url} is not a "
+                                   f"whole HTTP response ({type(e).__name__})",
+                                   "check that the URL is a legalsat service's") from None
             self.last = CallInfo(status, cache, time.monotonic() - start, attempt)
-            return json.loads(raw)
+            try:
+                return json.loads(raw)
+            except ValueError:  # UnicodeDecodeError included
+                raise ServiceError(status, "http_error", f"{method} {path}: the answer from {self.url} is not JSON "
+                                   f"({raw[:60]!r})", "check that the URL is a legalsat service's") from None
 
 
 def _retry_after(value: str | None) -> float:
-    try:
-        return min(max(float(value), 0.05), 30.0) if value else 0.5
-    except ValueError:
+    """Seconds to wait from a Retry-After header: delay-seconds or an HTTP-date (RFC 9110,
+    10.2.3), kept within [0.05, 30]; 0.5 when absent or unreadable."""
+    if not value:
         return 0.5
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError):
+            return 0.5
+    return min(max(seconds, 0.05), 30.0)

@@ -143,3 +143,65 @@ def test_queue_full_is_retried_then_raised(retries, ok):
             assert e.value.status == 429 and e.value.code == "queue_full"
     finally:
         srv.shutdown()
+
+
+class _Odd(BaseHTTPRequestHandler):
+    """Answers as servers that are not a legalsat service do."""
+
+    def do_GET(self):  # noqa: N802
+        if self.path == "/healthz":  # a web page
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html>not here</html>")
+        elif self.path == "/readyz":  # busy for a long while
+            self.send_response(429)
+            self.send_header("Retry-After", "30")
+            self.end_headers()
+        else:  # an answer cut short
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            self.wfile.write(b'{"status"')
+
+    def log_message(self, *args):
+        pass
+
+
+def test_answers_that_are_not_a_legalsat_services_are_service_errors():
+    """A web page answered JSONDecodeError, a cut answer IncompleteRead, and a Retry-After of
+    30 s was waited out twice past a timeout of 1 s."""
+    import time
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), _Odd)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        svc = Client(f"http://127.0.0.1:{srv.server_address[1]}", timeout_s=1, retries=2)
+        for call, code in ((svc.health, "http_error"), (lambda: svc.egraph("x"), "http_error")):
+            with pytest.raises(ServiceError) as e:
+                call()
+            assert e.value.code == code, e.value
+        t = time.monotonic()
+        with pytest.raises(ServiceError) as e:
+            svc._call("GET", "/readyz", None)
+        assert e.value.status == 429 and time.monotonic() - t < 1.5
+    finally:
+        srv.shutdown()
+
+
+def test_the_client_refuses_settings_it_cannot_use():
+    for kw, field in (({"timeout_s": 0}, "timeout_s"), ({"token": "a\nb"}, "token"), ({"token": "tökén"}, "token")):
+        with pytest.raises(InputError) as e:
+            Client("http://127.0.0.1:1", **kw)
+        assert e.value.headline.field == field
+    assert Client(f"http://127.0.0.1:{free_port()}").ready() is False  # nothing answers yet: not ready
+
+
+def test_a_retry_after_date_is_read_as_one():
+    import email.utils
+    import time
+
+    from legalsat.clients.http import _retry_after
+
+    assert 8 < _retry_after(email.utils.formatdate(time.time() + 10, usegmt=True)) <= 10.5
+    assert _retry_after("2") == 2 and _retry_after(None) == 0.5 and _retry_after("soon") == 0.5
