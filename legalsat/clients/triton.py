@@ -95,9 +95,27 @@ def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> tor
     return flat[begin:begin + n * word].view(WORD_DTYPE[word])
 
 
-def _request_views(response_term: str | None) -> dict | None:
-    """The request's op (src/dst views) from a response's s-expression term, if given."""
-    return op_from_sexp(response_term) if response_term else None
+def _request_views(response_term: str | None, plan: PlanOut) -> dict | None:
+    """The request's op (src/dst views) from a response's s-expression term, if given; an
+    InputError naming `term` where it is not one `plan` can have come from (another kind of
+    movement, an element type this client does not know: a bare KeyError before)."""
+    if not response_term:
+        return None
+    try:
+        op = op_from_sexp(response_term)
+    except InputError as e:
+        raise plan_error("term", f"the response's term cannot be read: {e.headline.message}",
+                         "pass the response as the planner returned it") from None
+    if op.get("kind") != MovementKind(plan.kind).value:
+        raise plan_error("term", f"the response's term is a {op.get('kind')} and its plan a {plan.kind}: the plan is "
+                         "not the term's", "pass the response as the planner returned it")
+    views = [v for k, v in op.items() if k in ("src", "dst") and isinstance(v, dict)]
+    unknown = next((v["dtype"] for v in views if v.get("dtype") not in ELEMENT_TYPES), None)
+    if unknown is not None:
+        raise plan_error("term", f"the response's term has the element type {unknown!r}, which this client does not "
+                         f"know (it knows {', '.join(sorted(ELEMENT_TYPES))})",
+                         "update legalsat on this side to the planner's version, or plan the request again")
+    return op
 
 
 def _view_bytes(view: dict) -> int:
@@ -219,6 +237,14 @@ class Kernel:
                 raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
                                  f"out_shape {list(g.out_shape)} holds {out_bytes}: the plan is not one the planner "
                                  "made", "send the plan as the planner returned it")
+        if request_op is not None and self.kind is MovementKind.COPY:  # every element once: as many as the views
+            moved = sum(prod(d.extent for d in p.dims) * p.element_bytes for p in plan.pieces)
+            src = request_op["src"]
+            want = prod(src["shape"]) * _view_bytes(src)
+            if moved != want:
+                raise plan_error("pieces", f"the plan's pieces move {moved} bytes; the request's views hold {want}: the "
+                                 "plan is not the request's", "plan the request again (a plan edited after planning "
+                                 "no longer covers its views)")
         for side, view in (request_op or {}).items():  # once: a call's tensors must match these views
             if side in self._reach and isinstance(view, dict) and "strides" in view:
                 spans = span(view["shape"], view["strides"]) * _view_bytes(view)
@@ -381,6 +407,13 @@ class Kernel:
         count, bound = g.index_count, g.index_bound
         op = self.request_op
         self._check_view(src, op and op["src"], "src", "src")
+        elements = prod(g.out_shape)
+        if op is None and count and elements:  # a plan alone: its element size from the slab of an entry
+            es = g.slab_bytes * count // elements
+            for name, t in (("src", src), ("out", out)):
+                if isinstance(t, torch.Tensor) and t.element_size() != es:
+                    raise _arg_error(name, f"{name} has {t.element_size()}-byte elements; the plan gathers {es}-byte "
+                                     f"ones ({g.slab_bytes} bytes an entry)", "pass the tensors the plan was made for")
         for name, t in (("index", index), ("out", out)):
             if not isinstance(t, torch.Tensor):
                 raise _arg_error(name, f"{name} is {'None' if t is None else 'a ' + type(t).__name__}, not a "
@@ -582,7 +615,7 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     sm90 GPU, tl otherwise).
     Raises InputError naming the plan field when the plan cannot become a kernel."""
     p, term = select_plan(plan, plan_index)
-    op = _relaid_out(_request_views(term), p)
+    op = _relaid_out(_request_views(term, p), p)
     if variant == "auto":
         variant = default_variant(p, _on_sm90())
     elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted

@@ -261,3 +261,64 @@ def test_a_response_without_plans_is_described_by_its_own_status(client):
 
     assert _refused(lambda: build_kernel({"status": "ok", "plans": []}), "plans").endswith("(status ok)")
     assert _refused(lambda: build_kernel({"plans": []}), "plans") == "the response holds no plan"
+
+
+COPY = {"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 96], "strides": [96, 1]},
+               "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
+GATHER = {"op": {"kind": "gather", "src": {"dtype": "float32", "shape": [512, 64], "strides": [64, 1]}, "axis": 0,
+                 "index": {"count": 100}}}
+
+
+def test_a_response_whose_plan_no_longer_covers_its_views_is_refused(client):
+    """An extent of the first piece edited to 32 (or to true, read as 1): the kernel built,
+    ran, and wrote half of dst (or one row), without a word."""
+    import copy
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+
+    resp = optimize(COPY)
+    for value in (32, True):
+        edited = copy.deepcopy(resp)
+        edited["plans"][0]["pieces"][0]["dims"][0]["extent"] = value
+        with pytest.raises(InputError) as e:
+            build_kernel(edited, variant="tl")
+        assert e.value.headline.field == "pieces" and "move" in e.value.headline.message
+
+
+def test_a_term_its_plan_cannot_have_come_from_is_named(client):
+    """A newer planner's element type in the term, or another request's term: KeyError."""
+    import copy
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+
+    copy_resp, gather_resp = optimize(COPY), optimize(GATHER)
+    for resp, term in ((copy_resp, copy_resp["term"].replace("bfloat16", "bfloat99")),
+                       (gather_resp, copy_resp["term"]), (copy_resp, gather_resp["term"])):
+        edited = copy.deepcopy(resp)
+        edited["term"] = term
+        with pytest.raises(InputError) as e:
+            build_kernel(edited, variant="tl")
+        assert e.value.headline.field == "term", e.value.headline
+
+
+def test_a_gather_plan_alone_refuses_tensors_of_another_element_size(client):
+    """float64 tensors through a float32 gather plan (its words are 16 bytes, which 8 divides)
+    ran and left half the rows unwritten."""
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+
+    k = build_kernel(optimize(GATHER)["plans"][0], variant="tl")
+    idx = torch.randint(0, 512, (100,))
+    with pytest.raises(InputError) as e:
+        k(torch.zeros(512, 64, dtype=torch.float64), idx, torch.zeros(100, 64, dtype=torch.float64))
+    assert e.value.headline.field == "src" and "4-byte" in e.value.headline.message
+    src, out = torch.randn(512, 64), torch.zeros(100, 64)
+    k(src, idx, out)
+    assert torch.equal(out, src[idx])
