@@ -13,8 +13,9 @@ not depend on the schedule that was executed:
 - tx_mismatch: a phase whose expect_tx bytes differ from the bytes its copies complete;
 - phase_reuse: a barrier completes phase k+1 while a role still has to observe phase k;
 - use_before_complete: a consume (or TMA store) of a buffer no completed copy is ordered
-  before;
-- overwrite_before_release: a write to a buffer unordered with a consume of its old data;
+  before, or of the copy of its own generation (i + shift) issued last, not yet complete;
+- overwrite_before_release: a write to a buffer unordered with a consume of its old data, or
+  with the completion of an earlier write into it (two copies in flight into one stage);
 - missing_proxy_fence: a TMA store reading a generic write with no fence.proxy.async
   ordered in between;
 - store_reuse_before_wait: a write to a buffer unordered with the completion (wait_group)
@@ -233,6 +234,10 @@ class _Run:
             parity = self.parity(op, inst.i)
             last = st["last_obs"].get(key, -2)
             j = last + 1 if (last + 1) % 2 == parity else last + 2
+            if last >= 0 and last % 2 == parity and b.completed == last + 1:
+                # waited on again before another phase completed: try_wait.parity reads the
+                # barrier's current phase, which still says the observed one completed
+                j = last
             if b.completed < j + 1 and b.init_event is not None:
                 return False
             if b.completed > j + 1:  # already reported as phase_reuse; observe the latest match
@@ -389,8 +394,16 @@ class _Run:
                 done_mask |= 1 << done
             found: list[tuple[int, int, _Inst, _Inst | None]] = []
             seen_mask, first_read = 0, {}
+            latest, wk = None, 0  # the write issued last before the read (writes and reads run in event order)
             for pos, (r, rinst) in enumerate(reads):
+                while wk < len(writes) and writes[wk][0] < r:
+                    latest, wk = writes[wk], wk + 1
                 if not (self.anc[r] | (1 << r)) & done_mask:
+                    found.append((pos, -1, rinst, None))
+                    continue
+                if latest is not None and _reads_its_copy(latest[2], rinst) and not self.anc[r] >> latest[1] & 1:
+                    # the copy of its own generation, issued last, not waited for: an older
+                    # completed copy does not make the read safe (it reads the one in flight)
                     found.append((pos, -1, rinst, None))
                     continue
                 seen_mask |= 1 << r
@@ -414,6 +427,19 @@ class _Run:
                                 f"{winst.role} writes {_key(buf)} while {rinst.role} may still read "
                                 f"its previous contents (iteration {rinst.i}); wait for the "
                                 "consumer's release before reusing the stage")
+        for buf, writes in self.writes.items():
+            # two writes into one buffer, the second not after the first is complete: two copies
+            # in flight at once, or a shared-memory store while a copy into it is in flight
+            done_before = 0
+            for w, done, winst in writes:
+                racing = done_before & ~self.anc[w] & ~(1 << w)
+                if racing and not self.known(Code.OVERWRITE_BEFORE_RELEASE, winst):
+                    other = next(x for x in writes if x[1] == (racing & -racing).bit_length() - 1)
+                    self.report(Code.OVERWRITE_BEFORE_RELEASE, winst,
+                                f"{winst.role} writes {_key(buf)} while the write of {other[2].role} "
+                                f"(iteration {other[2].i}) into it may still be in flight; wait for that copy's "
+                                "barrier phase (or its release) before writing the stage again")
+                done_before |= 1 << done
         for buf, stores in self.store_reads.items():
             writes = self.writes.get(buf, [])
             for s, sinst in stores:
@@ -465,6 +491,18 @@ def _slots(slot: Slot, count: int, i: int) -> range | list[int]:
     if slot.fixed is not None:
         return [slot.fixed % count]
     return [(i + slot.shift) % count]
+
+
+def _reads_its_copy(winst: _Inst, rinst: _Inst) -> bool:
+    """Whether a write carries the data a read means to read: the same generation of the
+    stage, `i + shift` (a load S ahead carries iteration i + S's data; a consume of shift 0
+    reads iteration i's)."""
+    return _generation(winst) == _generation(rinst)
+
+
+def _generation(inst: _Inst) -> int:
+    slot = inst.op.buffer
+    return inst.i + (slot.shift if slot is not None and slot.fixed is None and not slot.all_slots else 0)
 
 
 def _key(key) -> str:

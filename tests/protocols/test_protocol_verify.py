@@ -97,6 +97,8 @@ def _pairwise_races(run) -> set[tuple[str, str, int]]:
     """The read/write rules by their definition, pair by pair (what the verifier's bitset
     judgement must find): a read no complete write happens before; a write that neither
     follows a read nor completes before it."""
+    from legalsat.protocols.verify import _reads_its_copy
+
     out = set()
     for buf, reads in run.reads.items():
         writes = run.writes.get(buf, [])
@@ -104,9 +106,17 @@ def _pairwise_races(run) -> set[tuple[str, str, int]]:
             if not any(run.hb(done, r) for _, done, _ in writes):
                 out.add(("use_before_complete", rinst.role, rinst.op_index))
                 continue
+            latest = max((x for x in writes if x[0] < r), default=None)  # the write issued last before it
+            if latest is not None and _reads_its_copy(latest[2], rinst) and not run.hb(latest[1], r):
+                out.add(("use_before_complete", rinst.role, rinst.op_index))
+                continue
             for w, done, winst in writes:
                 if not run.hb(done, r) and not run.hb(r, w):
                     out.add(("overwrite_before_release", winst.role, winst.op_index))
+    for writes in run.writes.values():  # two writes into one buffer, the second before the first is complete
+        for w2, _, winst in writes:
+            if any(w1 < w2 and not run.hb(done1, w2) for w1, done1, _ in writes):
+                out.add(("overwrite_before_release", winst.role, winst.op_index))
     for buf, stores in run.store_reads.items():  # a TMA store reads its buffer too
         writes = run.writes.get(buf, [])
         out |= {("use_before_complete", sinst.role, sinst.op_index) for s, sinst in stores
@@ -174,3 +184,46 @@ def test_a_race_a_guard_constant_singles_out_is_found_for_any_trip_count():
     assert not racy.ok and max(racy.trip_counts) >= 11
     assert not legalsat.verify_pipeline(_guarded(when={"i_lt": {"c": 10}}, iterations=12)).ok
     assert legalsat.verify_pipeline(_guarded(when={"i_lt": {"n": 1, "c": 0}})).ok  # i < N: every iteration waits
+
+
+def _one_role(ops: list[dict], buffers: int = 2) -> dict:
+    doc = _guarded()
+    doc["buffers"][0]["count"] = buffers
+    doc["roles"][0]["blocks"][0]["ops"] = ops
+    return doc
+
+
+_EXPECT = {"op": "expect_tx", "bar": "full", "bytes": 1024}
+_LOAD = {"op": "tma_load", "bar": "full", "buffer": "buf", "bytes": 1024}
+_WAIT = {"op": "wait", "bar": "full", "phase": {}}
+_USE = {"op": "consume", "buffer": "buf"}
+
+
+def test_a_read_of_its_own_copy_in_flight_is_blamed_on_the_read():
+    """With the wait skipped from i = 10 on, the report blamed the load (overwrite) rather than
+    the consume that reads the copy still in flight."""
+    import legalsat
+
+    v = legalsat.verify_pipeline(_guarded(when={"i_lt": {"c": 10}}, iterations=12))
+    assert ("use_before_complete", 3) in {(x.rule, x.op_index) for x in v.violations}, v.violations
+
+
+def test_writes_into_a_stage_with_a_copy_in_flight_are_races():
+    """A shared-memory store while a TMA load into the stage is in flight, and two loads into
+    one stage at once, were answered ok."""
+    import legalsat
+
+    write = {"op": "generic_write", "buffer": "buf"}
+    for ops in ([_EXPECT, _LOAD, write, _WAIT, _USE],
+                [{**_EXPECT, "bytes": 2048}, _LOAD, _LOAD, _WAIT, _USE]):
+        v = legalsat.verify_pipeline(_one_role(ops))
+        assert ("overwrite_before_release", 2) in {(x.rule, x.op_index) for x in v.violations}, (ops, v.violations)
+    assert legalsat.verify_pipeline(_one_role([_EXPECT, _LOAD, _WAIT, write, _USE])).ok  # after the wait: in order
+
+
+def test_waiting_twice_on_a_completed_phase_is_no_deadlock():
+    """try_wait.parity reads the barrier's current phase: a second wait on the phase just
+    observed returns at once (it was reported as a deadlock)."""
+    import legalsat
+
+    assert legalsat.verify_pipeline(_one_role([_EXPECT, _LOAD, _WAIT, _WAIT, _USE])).ok
