@@ -14,7 +14,6 @@ import numpy as np
 from legalsat.analyses.bank_conflicts import BankReport, analyze_access
 from legalsat.diagnostics import Code, InputError
 from legalsat.targets import Target
-from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.integers import cdiv
 from legalsat.terms.smem import SharedAccess, TileAccess, WarpPattern
 
@@ -49,11 +48,6 @@ def _check(x: TileAccess, lanes: int) -> int:
     if t.cols % x.vector:
         raise _problem(f"{t.cols} columns do not split into vectors of {x.vector}",
                        f"use a vector that divides {t.cols}", "vector")
-    if t.swizzle is not Swizzle.NONE and t.row_pitch_bytes % 128:
-        raise _problem(f"swizzle {t.swizzle.value} needs rows in whole 128-byte units, got a "
-                       f"{t.row_pitch_bytes}-byte pitch",
-                       'pad rows to a multiple of 128 bytes, or use swizzle "none"',
-                       "tile.row_pitch_bytes")
     if x.pattern in (WarpPattern.LDMATRIX, WarpPattern.LDMATRIX_TRANS):
         if width != 16:
             raise _problem("ldmatrix reads 16-byte rows", f"use vector {128 // ebits}",
@@ -99,6 +93,13 @@ def _units(x: TileAccess, target: Target) -> tuple[int, np.ndarray]:
     lanes = target.banks.lanes
     width = _check(x, lanes)
     t = x.tile
+    # the swizzle is a function of the shared-memory address (Swizzle.apply), whatever the row
+    # pitch: TMA's 32B and 64B swizzles write rows of 32 and 64 bytes, which a 128-byte rule refused
+    footprint = (t.rows - 1) * t.row_pitch_bytes + t.cols * t.dtype.storage_bits // 8
+    if footprint > target.smem_per_block_bytes:
+        raise _problem(f"the tile takes {footprint} bytes of shared memory ({t.rows} rows at a {t.row_pitch_bytes}-byte "
+                       f"pitch); a block has {target.smem_per_block_bytes} on {target.name}",
+                       "analyze a tile that fits (the pattern repeats: a few rows of it say the same)", "tile")
     ebytes = t.dtype.storage_bits // 8
     vec_per_row = t.cols // x.vector
     # the count first, from the shape: enumerating a tile past the limit is what the limit avoids

@@ -15,7 +15,8 @@ not depend on the schedule that was executed:
 - use_before_complete: a consume (or TMA store) of a buffer no completed copy is ordered
   before, or of the copy of its own generation (i + shift) issued last, not yet complete;
 - overwrite_before_release: a write to a buffer unordered with a consume of its old data, or
-  with the completion of an earlier write into it (two copies in flight into one stage);
+  a shared-memory store and a copy into one buffer unordered (TMA loads in flight into one
+  stage together are its boxes);
 - missing_proxy_fence: a TMA store reading a generic write with no fence.proxy.async
   ordered in between;
 - store_reuse_before_wait: a write to a buffer unordered with the completion (wait_group)
@@ -428,11 +429,12 @@ class _Run:
                                 f"its previous contents (iteration {rinst.i}); wait for the "
                                 "consumer's release before reusing the stage")
         for buf, writes in self.writes.items():
-            # two writes into one buffer, the second not after the first is complete: two copies
-            # in flight at once, or a shared-memory store while a copy into it is in flight
-            done_before = 0
+            # a shared-memory store and a copy into one buffer, the later not after the earlier is
+            # complete (two TMA loads in flight into one stage are its boxes: disjoint parts)
+            done_before = generic_before = 0
             for w, done, winst in writes:
-                racing = done_before & ~self.anc[w] & ~(1 << w)
+                generic = winst.op.kind is OpKind.GENERIC_WRITE
+                racing = (done_before if generic else generic_before) & ~self.anc[w] & ~(1 << w)
                 if racing and not self.known(Code.OVERWRITE_BEFORE_RELEASE, winst):
                     other = next(x for x in writes if x[1] == (racing & -racing).bit_length() - 1)
                     self.report(Code.OVERWRITE_BEFORE_RELEASE, winst,
@@ -440,6 +442,8 @@ class _Run:
                                 f"(iteration {other[2].i}) into it may still be in flight; wait for that copy's "
                                 "barrier phase (or its release) before writing the stage again")
                 done_before |= 1 << done
+                if generic:
+                    generic_before |= 1 << done
         for buf, stores in self.store_reads.items():
             writes = self.writes.get(buf, [])
             for s, sinst in stores:

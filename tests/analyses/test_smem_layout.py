@@ -96,3 +96,30 @@ def test_impossible_walks_are_clear_errors(tile, pattern, vector, field):
     with pytest.raises(InputError) as e:
         reduce_tile_access(TileAccess(tile, pattern, vector), SM90)
     assert e.value.headline.field == field
+
+
+def test_tmas_32b_and_64b_swizzled_rows_are_analysed_and_match_the_raw_form():
+    """A 32B-swizzled tile of 32-byte rows, which TMA writes, was refused ("rows in whole
+    128-byte units"); the same addresses in raw form answered."""
+    import legalsat
+    from legalsat.terms.descriptor import Swizzle
+
+    for swizzle, cols in (("32B", 16), ("64B", 32)):
+        tile = legalsat.analyze_bank_conflicts({"pattern": "cols", "vector": 8, "tile": {
+            "dtype": "bfloat16", "shape": [64, cols], "swizzle": swizzle}})
+        pitch = cols * 2
+        first = [Swizzle(swizzle).apply(r * pitch) for r in range(32)]  # the first instruction: column 0, rows 0..31
+        raw = legalsat.analyze_bank_conflicts({"op": "load", "access_bytes": 16, "addresses": first})
+        assert tile.accesses[0].wavefronts == raw.wavefronts, (swizzle, tile.accesses[0], raw)
+
+
+def test_a_tile_larger_than_shared_memory_is_refused_as_the_raw_form_is():
+    import pytest
+
+    import legalsat
+    from legalsat.diagnostics import InputError
+
+    with pytest.raises(InputError) as e:
+        legalsat.analyze_bank_conflicts({"pattern": "rows", "vector": 8, "tile": {
+            "dtype": "bfloat16", "shape": [4096, 64], "row_pitch_bytes": 1 << 20}})
+    assert e.value.headline.field == "tile" and "232448" in e.value.headline.message
