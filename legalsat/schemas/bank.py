@@ -120,7 +120,7 @@ def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess |
         try:
             model = cls.model_validate(obj)
         except ValidationError as e:
-            raise InputError(details_from_validation(e, _HINTS, list(cls.model_fields))) from None
+            raise InputError(details_from_validation(e, _HINTS, cls)) from None
     target = resolve_target(default_target if model.target is None else model.target)  # "" is no target
     if isinstance(model, RawAccessIn):
         return _raw_term(model, target), target

@@ -121,9 +121,6 @@ _HINTS = {
 }
 
 
-_FIELDS = list(DescriptorIn.model_fields)
-
-
 def parse_descriptor(obj: object) -> TmaDescriptor:
     """Parse a descriptor from JSON text, a dict or a DescriptorIn; raises InputError
     naming every bad field."""
@@ -132,7 +129,7 @@ def parse_descriptor(obj: object) -> TmaDescriptor:
     try:
         model = DescriptorIn.model_validate(json_input(obj))
     except ValidationError as e:
-        raise InputError(details_from_validation(e, _HINTS, _FIELDS)) from None
+        raise InputError(details_from_validation(e, _HINTS, DescriptorIn)) from None
     return model.to_term()
 
 

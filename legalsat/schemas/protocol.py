@@ -314,7 +314,7 @@ def parse_protocol(obj: object) -> Protocol:
         else:
             model = ProtocolIn.model_validate(json_input(obj))
     except ValidationError as e:
-        raise InputError(details_from_validation(e, known_fields=list(ProtocolIn.model_fields))) from None
+        raise InputError(details_from_validation(e, known_fields=ProtocolIn)) from None
     return _Builder(model).build()
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import difflib
 import re
+from types import UnionType
+from typing import Annotated, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -93,7 +95,8 @@ def did_you_mean(word: object, choices: list[str]) -> str:
     word = str(word)
     if not choices or len(word) > 3 * max(map(len, choices)):
         return ""
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    folded = [c for c in choices if c.lower() == word.lower()]  # "FLOAT32", "BFloat16": the case alone
+    close = folded or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
@@ -103,11 +106,46 @@ def shown(value: object, limit: int = 64) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _siblings(known: list[str] | dict[str, list[str]] | None, loc: tuple) -> list[str]:
+def _siblings(known: list[str] | dict[str, list[str]] | type[BaseModel] | None, loc: tuple) -> list[str]:
+    """The names an unknown field at `loc` stands beside: a model's fields at loc's parent (a
+    list of names matched every unknown field, however deep, against the top level's)."""
+    if isinstance(known, type) and issubclass(known, BaseModel):
+        return fields_at(known, loc[:-1])
     if not isinstance(known, dict):
         return known or []
     parent = next((p for p in reversed(loc[:-1]) if isinstance(p, str)), "")
     return known.get(parent, [])
+
+
+def fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The JSON names of the fields of the object at `loc` under `model` (every member's, where
+    a union stands there; list items by their index)."""
+    types: list = [model]
+    for part in loc:
+        nxt = []
+        for t in types:
+            for member in _members(t):
+                if isinstance(part, int) and get_origin(member) in (list, tuple) and get_args(member):
+                    nxt.append(get_args(member)[0])
+                elif isinstance(member, type) and issubclass(member, BaseModel):
+                    nxt += [f.annotation for name, f in member.model_fields.items() if part in (name, f.alias)]
+        types = nxt
+    names: list[str] = []
+    for t in types:
+        for member in _members(t):
+            if isinstance(member, type) and issubclass(member, BaseModel):
+                names += [f.alias or n for n, f in member.model_fields.items() if (f.alias or n) not in names]
+    return names
+
+
+def _members(t) -> list:
+    """A type's alternatives: Annotated unwrapped, a union's members."""
+    origin = get_origin(t)
+    if origin is Annotated:
+        return _members(get_args(t)[0])
+    if origin in (Union, UnionType):
+        return [m for a in get_args(t) for m in _members(a)]
+    return [t]
 
 
 # what a union's scalar branches say of an object: that it is not their scalar
@@ -124,16 +162,16 @@ def _other_branch(e: dict, etype: str, loc: tuple, located: list[tuple[dict, str
 
 
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
-                            known_fields: list[str] | dict[str, list[str]] | None = None,
+                            known_fields: list[str] | dict[str, list[str]] | type[BaseModel] | None = None,
                             tags: tuple[str, ...] = ()) -> list[Diagnostic]:
     """One `invalid_input` Diagnostic per pydantic error (of a ValidationError, or a list of
     them as FastAPI's RequestValidationError gives), each naming its field and a fix. (JSON
     text is parsed before, by legalsat.schemas.base.load_json.)
 
     `hints` maps a field name to a fix that is more specific than the generic one;
-    `known_fields` lets a misspelt field name get a "did you mean" suggestion (a dict: the
-    names under each parent field, "" for the top level, so that a name is matched against
-    its siblings); `tags`: the
+    `known_fields` lets a misspelt field name get a "did you mean" suggestion (the model the
+    input is validated as: a name is matched against its siblings at its path; or a dict of
+    the names under each parent field, "" for the top level); `tags`: the
     discriminator values of tagged unions, which pydantic puts in a path and a field is not
     named by.
     """

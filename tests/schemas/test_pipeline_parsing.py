@@ -154,3 +154,22 @@ def test_an_object_in_a_union_field_is_told_what_is_wrong_inside_it():
     with pytest.raises(InputError) as e:
         legalsat.verify_pipeline(doc)
     assert "unknown field 'shfit'" in e.value.headline.message, e.value.details
+
+
+@pytest.mark.parametrize("call,doc,field,suggestion", [
+    ("analyze_bank_conflicts", {"pattern": "cols", "vector": 8, "tile": {"dtype": "bfloat16", "shape": [64, 64],
+                                                                         "swizle": "128B"}}, "tile.swizle", "'swizzle'"),
+    ("analyze_bank_conflicts", {"pattern": "cols", "vector": 8, "tile": {"dtype": "BFloat16", "shape": [64, 64]}},
+     "tile.dtype", "'bfloat16'"),
+    ("verify_pipeline", {"roles": [{"name": "p", "blocks": [{"count": 1, "ops": [
+        {"op": "wait", "bar": "b", "phase": {"flp": True}}]}]}], "barriers": [{"name": "b"}]},
+     "roles[0].blocks[0].ops[0].phase.flp", "'flip'"),
+])
+def test_a_misspelt_name_is_matched_against_its_siblings(call, doc, field, suggestion):
+    """tile.swizle was offered 'tile', ops[i].buffr 'buffers', phase.flp nothing, and
+    'BFloat16' 'float16': nested names were matched against the top level's, and case was
+    not tried first."""
+    with pytest.raises(InputError) as e:
+        getattr(legalsat, call)(doc)
+    d = e.value.headline
+    assert d.field == field and f"did you mean {suggestion}" in d.message, d
