@@ -15,7 +15,7 @@ from legalsat.analyses.bank_conflicts import BankReport
 from legalsat.analyses.smem_layout import TileReport
 from legalsat.diagnostics import Code, InputError
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
-from legalsat.schemas.validation import details_from_validation
+from legalsat.schemas.validation import details_from_validation, naming_other_input
 from legalsat.targets import Target, resolve_target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -120,7 +120,9 @@ def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess |
         try:
             model = cls.model_validate(obj)
         except ValidationError as e:
-            raise InputError(details_from_validation(e, _HINTS, cls)) from None
+            raise naming_other_input(InputError(details_from_validation(e, _HINTS, cls)), obj, "bank",
+                                     'a bank-conflict request is {"access_bytes", "op", "addresses"} or '
+                                     '{"tile", "pattern", "vector"}') from None
     target = resolve_target(default_target if model.target is None else model.target)  # "" is no target
     if isinstance(model, RawAccessIn):
         return _raw_term(model, target), target

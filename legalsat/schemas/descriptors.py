@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field, StrictInt, ValidationError
 from legalsat.analyses.tma_legality import Verdict
 from legalsat.diagnostics import Code, InputError
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
-from legalsat.schemas.validation import details_from_validation
+from legalsat.schemas.validation import details_from_validation, naming_other_input
 from legalsat.terms.descriptor import (
     UINT32_MAX,
     UINT64_MAX,
@@ -126,10 +126,13 @@ def parse_descriptor(obj: object) -> TmaDescriptor:
     naming every bad field."""
     if isinstance(obj, DescriptorIn):
         return obj.to_term()
+    obj = json_input(obj)
     try:
-        model = DescriptorIn.model_validate(json_input(obj))
+        model = DescriptorIn.model_validate(obj)
     except ValidationError as e:
-        raise InputError(details_from_validation(e, _HINTS, DescriptorIn)) from None
+        raise naming_other_input(InputError(details_from_validation(e, _HINTS, DescriptorIn)), obj, "descriptor",
+                                 'a descriptor is {"dtype", "global_address", "global_dim", "global_strides", '
+                                 '"box_dim", ...}') from None
     return model.to_term()
 
 

@@ -9,7 +9,6 @@ InputError naming the field and how to fix it.
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 from math import prod
 from typing import Annotated, Literal
@@ -29,7 +28,7 @@ from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict, json_input, shown_int
-from legalsat.schemas.validation import details_from_validation, json_kind
+from legalsat.schemas.validation import details_from_validation, json_kind, naming_other_input
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import cdiv, span
@@ -305,15 +304,7 @@ _HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
 
 
-# the fields that give away another command's input (the route and command to use)
-_OTHER_INPUTS = (({"global_dim", "box_dim"}, "a TMA descriptor: judge it with `legalsat validate-descriptor` "
-                  "(POST /v1/descriptors/validate)"),
-                 ({"roles"}, "an asynchronous copy protocol: check it with `legalsat verify-pipeline` "
-                  "(POST /v1/verify/pipeline)"),
-                 ({"pattern"}, "a shared-memory access: count its bank conflicts with `legalsat bank-conflicts` "
-                  "(POST /v1/analyze/bank-conflicts)"),
-                 ({"addresses"}, "a shared-memory access: count its bank conflicts with `legalsat bank-conflicts` "
-                  "(POST /v1/analyze/bank-conflicts)"))
+_SHAPE = 'an optimize request is {"target": ..., "op": {...}} or {"term": "(copy ...)"}'
 
 
 def check_request_shape(obj: dict) -> None:
@@ -323,12 +314,7 @@ def check_request_shape(obj: dict) -> None:
     unknown = [key for key in obj if key not in OptimizeRequest.model_fields]
     if unknown:  # said as the schema's own validation says it
         err = InputError(details_from_validation([{"type": "extra_forbidden", "loc": (unknown[0],)}], known_fields=_KNOWN))
-        other = next((what for keys, what in _OTHER_INPUTS if keys <= obj.keys()), None)
-        if other is not None:  # another command's input: which one, rather than "remove the field"
-            d = err.details[0]
-            err = InputError([dataclasses.replace(d, fix=f"this is {other}; an optimize request is "
-                                                  '{"target": ..., "op": {...}} or {"term": "(copy ...)"}')])
-        raise err
+        raise naming_other_input(err, obj, "optimize", _SHAPE)
     term = obj.get("term")
     if isinstance(term, str):
         check_term_length(term)

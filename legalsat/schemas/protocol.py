@@ -28,7 +28,7 @@ from legalsat.protocols.model import (
     Slot,
 )
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input, shown_int
-from legalsat.schemas.validation import details_from_validation
+from legalsat.schemas.validation import details_from_validation, naming_other_input
 
 if TYPE_CHECKING:  # the verifier (networkx) stays out of what plans and kernels import
     from legalsat.protocols.verify import ProtocolVerdict
@@ -308,13 +308,15 @@ def _affine(x) -> Affine | None:
 def parse_protocol(obj: object) -> Protocol:
     """Parse a protocol from JSON text, a dict or a ProtocolIn; raises InputError naming
     every bad field (paths like roles[1].blocks[0].ops[2].bar)."""
-    try:
-        if isinstance(obj, ProtocolIn):
-            model = obj
-        else:
-            model = ProtocolIn.model_validate(json_input(obj))
-    except ValidationError as e:
-        raise InputError(details_from_validation(e, known_fields=ProtocolIn)) from None
+    if isinstance(obj, ProtocolIn):
+        model = obj
+    else:
+        obj = json_input(obj)
+        try:
+            model = ProtocolIn.model_validate(obj)
+        except ValidationError as e:
+            raise naming_other_input(InputError(details_from_validation(e, known_fields=ProtocolIn)), obj, "protocol",
+                                     'a protocol is {"barriers", "buffers", "roles": [...]}') from None
     return _Builder(model).build()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from types import UnionType
@@ -9,7 +10,7 @@ from typing import Annotated, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from legalsat.diagnostics import Code, Diagnostic
+from legalsat.diagnostics import Code, Diagnostic, InputError
 
 # how pydantic names a union's member in an error path (not a field of the input): a core
 # schema's name, a plain type's, or a model class's (checked against the models, so that an
@@ -218,3 +219,30 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
             fix = getattr(e["ctx"]["error"], "fix", fix)
         out.append(Code.INVALID_INPUT.at(msg, fix, field=path))
     return out
+
+
+# what gives each command's input away, and what the command and route are
+_INPUTS = {
+    "optimize": (lambda o: isinstance(o.get("op"), dict) or "term" in o,
+                 "an optimize request: plan it with `legalsat optimize` (POST /v1/optimize)"),
+    "descriptor": (lambda o: {"global_dim", "box_dim"} <= o.keys(),
+                   "a TMA descriptor: judge it with `legalsat validate-descriptor` (POST /v1/descriptors/validate)"),
+    "protocol": (lambda o: "roles" in o,
+                 "an asynchronous copy protocol: check it with `legalsat verify-pipeline` (POST /v1/verify/pipeline)"),
+    "bank": (lambda o: "pattern" in o or "addresses" in o,
+             "a shared-memory access: count its bank conflicts with `legalsat bank-conflicts` "
+             "(POST /v1/analyze/bank-conflicts)"),
+}
+
+
+def naming_other_input(err: InputError, obj: object, own: str, own_shape: str) -> InputError:
+    """`err`, refusing `obj` as the `own` command's input; where `obj` is plainly another
+    command's (a descriptor sent to optimize, a protocol to the bank route), its first detail
+    says which command and route take it instead of "remove the field" or "field required"."""
+    if not isinstance(obj, dict):
+        return err
+    other = next((what for name, (looks, what) in _INPUTS.items() if name != own and looks(obj)), None)
+    if other is None or _INPUTS[own][0](obj):
+        return err
+    first = dataclasses.replace(err.details[0], fix=f"this is {other}; {own_shape}")
+    return InputError([first, *err.details[1:]])
