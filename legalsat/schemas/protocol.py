@@ -15,6 +15,8 @@ from pydantic import Field, StrictBool, StrictInt, ValidationError
 
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.protocols.model import (
+    BARRIER_OPS,
+    BUFFER_OPS,
     Affine,
     BarrierArray,
     Block,
@@ -195,6 +197,11 @@ class _Builder:
         if ref.fixed is not None and ref.fixed >= table[ref.name].count:
             self.bad(where, f"{kind} {ref.name!r} has {table[ref.name].count} element(s); fixed "
                             f"element {shown_int(ref.fixed)} does not exist", "use a smaller fixed index")
+        given = [name for name, on in (("all", ref.all), ("fixed", ref.fixed is not None), ("shift", ref.shift != 0))
+                 if on]
+        if len(given) > 1:  # each names the element on its own: together one would be ignored
+            self.bad(where, f"{kind} {ref.name!r} gives {' and '.join(given)}: each names the element on its own",
+                     "give one of them: all (init / invalidate), fixed (one element), or shift ((i + shift) mod count)")
         return Slot(ref.name, ref.shift, ref.fixed, ref.all)
 
     def op(self, o: OpIn, where: str, housekeeping: bool = False) -> Op:
@@ -207,6 +214,17 @@ class _Builder:
         ph = o.phase
         g = o.when
         kind = OpKind(o.op)
+        for f, takes in (("bar", BARRIER_OPS), ("buffer", BUFFER_OPS)):  # a field the op ignores is a mistake
+            if getattr(o, f) is not None and kind not in takes:
+                self.bad(f"{where}.{f}", f"{o.op} takes no {f} (it would be ignored)",
+                         f"leave {f} out, or use an operation that acts on a {f}")
+        if o.phase is not None and kind is not OpKind.WAIT:
+            self.bad(f"{where}.phase", f"{o.op} takes no phase (only wait does)", "leave phase out")
+        for f in ("bar", "buffer"):
+            ref = getattr(o, f)
+            if getattr(ref, "all", False) and kind not in (OpKind.INIT, OpKind.INVALIDATE):
+                self.bad(f"{where}.{f}.all", f"{o.op} acts on one element; all (every element) is for init and "
+                                             "invalidate", "name the element: shift or fixed")
         default_count = 0 if kind is OpKind.WAIT_GROUP else (
             self.bars[_name(o.bar)].arrivals if kind is OpKind.INIT and _name(o.bar) in self.bars else 1)
         return Op(kind,

@@ -173,3 +173,22 @@ def test_a_misspelt_name_is_matched_against_its_siblings(call, doc, field, sugge
         getattr(legalsat, call)(doc)
     d = e.value.headline
     assert d.field == field and f"did you mean {suggestion}" in d.message, d
+
+
+@pytest.mark.parametrize("op,field", [
+    ({"op": "release", "bar": {"name": "b0", "all": True}}, "roles[0].blocks[0].ops[0].bar.all"),
+    ({"op": "arrive", "bar": {"name": "b0", "fixed": 0, "shift": 1}}, "roles[0].blocks[0].ops[0].bar"),
+    ({"op": "wait", "bar": "b0", "phase": {}, "buffer": "x"}, "roles[0].blocks[0].ops[0].buffer"),
+    ({"op": "arrive", "bar": "b0", "phase": {}}, "roles[0].blocks[0].ops[0].phase"),
+])
+def test_slot_and_operation_fields_that_would_be_ignored_are_refused(op, field):
+    """"all" on a release quietly meant element 0; fixed with shift kept one of them; a
+    buffer on a wait was ignored."""
+    from legalsat.testing.protocols import arrivals
+
+    doc = arrivals(1, 4)
+    doc["buffers"] = [{"name": "x", "count": 1, "bytes": 64}]
+    doc["roles"][0]["blocks"][0]["ops"] = [op]
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(doc)
+    assert field in {d.field for d in e.value.details}, e.value.details
