@@ -29,14 +29,13 @@ from pathlib import Path
 import torch
 
 from legalsat.diagnostics import Code, InputError
-from legalsat.kernels import default_variant, emit, select_plan
+from legalsat.kernels import default_variant, emit, request_op, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
 from legalsat.terms.movement import MovementKind, contiguous_strides, relaid_out
-from legalsat.terms.sexpr import op_from_sexp
 
 INDEX_DTYPES = (torch.int32, torch.int64)
 # integers of each word width: data moved (or compared) as these is bit-exact whatever its dtype
@@ -93,29 +92,6 @@ def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> tor
     begin = start + offset * word
     n = (storage.nbytes() - begin) // word
     return flat[begin:begin + n * word].view(WORD_DTYPE[word])
-
-
-def _request_views(response_term: str | None, plan: PlanOut) -> dict | None:
-    """The request's op (src/dst views) from a response's s-expression term, if given; an
-    InputError naming `term` where it is not one `plan` can have come from (another kind of
-    movement, an element type this client does not know: a bare KeyError before)."""
-    if not response_term:
-        return None
-    try:
-        op = op_from_sexp(response_term)
-    except InputError as e:
-        raise plan_error("term", f"the response's term cannot be read: {e.headline.message}",
-                         "pass the response as the planner returned it") from None
-    if op.get("kind") != MovementKind(plan.kind).value:
-        raise plan_error("term", f"the response's term is a {op.get('kind')} and its plan a {plan.kind}: the plan is "
-                         "not the term's", "pass the response as the planner returned it")
-    views = [v for k, v in op.items() if k in ("src", "dst") and isinstance(v, dict)]
-    unknown = next((v["dtype"] for v in views if v.get("dtype") not in ELEMENT_TYPES), None)
-    if unknown is not None:
-        raise plan_error("term", f"the response's term has the element type {unknown!r}, which this client does not "
-                         f"know (it knows {', '.join(sorted(ELEMENT_TYPES))})",
-                         "update legalsat on this side to the planner's version, or plan the request again")
-    return op
 
 
 def _view_bytes(view: dict) -> int:
@@ -554,8 +530,17 @@ class TileKernel(Kernel):
         for mode in (0, 1) if "const:MODE" in ln.args else (0,):
             fn.warmup(*self._args(src, out, stages, mode), grid=(1,), num_warps=ln.num_warps)
 
-    def __call__(self, src: torch.Tensor, *, out: torch.Tensor | None = None,
-                 stages: torch.Tensor | None = None) -> torch.Tensor:
+    def __call__(self, *args, **kw) -> torch.Tensor:
+        try:
+            inspect.signature(self._load).bind(*args, **kw)
+        except TypeError as e:  # the arguments, not a bug: said as the call it should be
+            raise _arg_error("arguments", f"this load_tile kernel was called with {len(args)} positional "
+                             f"argument(s) and {sorted(kw) or 'no keywords'}: {e}",
+                             "call it as k(src[, out=...][, stages=...])") from None
+        return self._load(*args, **kw)
+
+    def _load(self, src: torch.Tensor, *, out: torch.Tensor | None = None,
+              stages: torch.Tensor | None = None) -> torch.Tensor:
         self._check_src(src)
         dtype = self.out_dtype(src)
         if out is None:
@@ -615,7 +600,7 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     sm90 GPU, tl otherwise).
     Raises InputError naming the plan field when the plan cannot become a kernel."""
     p, term = select_plan(plan, plan_index)
-    op = _relaid_out(_request_views(term, p), p)
+    op = _relaid_out(request_op(term, p), p)
     if variant == "auto":
         variant = default_variant(p, _on_sm90())
     elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted

@@ -32,7 +32,9 @@ from legalsat.kernels.tma_gluon import emit_tma_gluon, gluon_box
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import OptimizeResponse, PlanOut
 from legalsat.schemas.validation import details_from_validation, field_path, json_kind
+from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.movement import MovementKind
+from legalsat.terms.sexpr import op_from_sexp
 from legalsat.terms.strategy import Strategy
 
 VARIANTS = ("tl", "gluon")
@@ -82,7 +84,32 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
     if not 0 <= plan_index < len(plans):
         raise plan_error("plan_index", f"plan_index {plan_index} is outside the response's {len(plans)} plans",
                          f"use 0..{len(plans) - 1}")
-    return validate_plan(plans[plan_index], ("plans", plan_index)), obj.get("term")
+    plan = validate_plan(plans[plan_index], ("plans", plan_index))
+    request_op(obj.get("term"), plan)  # a term the plan cannot have come from is named here, for emit too
+    return plan, obj.get("term")
+
+
+def request_op(response_term: str | None, plan: PlanOut) -> dict | None:
+    """The request's op (src/dst views) from a response's s-expression term, if given; an
+    InputError naming `term` where it is not one `plan` can have come from (another kind of
+    movement, an element type this client does not know: a bare KeyError before)."""
+    if not response_term:
+        return None
+    try:
+        op = op_from_sexp(response_term)
+    except InputError as e:
+        raise plan_error("term", f"the response's term cannot be read: {e.headline.message}",
+                         "pass the response as the planner returned it") from None
+    if op.get("kind") != MovementKind(plan.kind).value:
+        raise plan_error("term", f"the response's term is a {op.get('kind')} and its plan a {plan.kind}: the plan is "
+                         "not the term's", "pass the response as the planner returned it")
+    views = [v for k, v in op.items() if k in ("src", "dst") and isinstance(v, dict)]
+    unknown = next((v["dtype"] for v in views if v.get("dtype") not in ELEMENT_TYPES), None)
+    if unknown is not None:
+        raise plan_error("term", f"the response's term has the element type {unknown!r}, which this client does not "
+                         f"know (it knows {', '.join(sorted(ELEMENT_TYPES))})",
+                         "update legalsat on this side to the planner's version, or plan the request again")
+    return op
 
 
 def default_variant(plan: PlanOut | dict, sm90: bool) -> str:

@@ -562,3 +562,12 @@ def test_an_analysis_whose_lines_could_not_be_judged_says_so_in_its_exit_status(
     examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
     if command == "verify-pipeline":  # verdicts, broken protocols among them: answers
         assert run_cli(command, os.path.join(examples, "pipelines.jsonl")).returncode == 0
+
+
+def test_emit_refuses_a_response_whose_term_its_plan_cannot_have_come_from(tmp_path):
+    """emit printed a kernel for a response whose term had a newer planner's element type."""
+    out = json.loads(run_cli("optimize", EXAMPLE).stdout)
+    out["term"] = out["term"].replace("bfloat16", "bfloat99")
+    (tmp_path / "plan.json").write_text(json.dumps(out))
+    r = run_cli("emit", str(tmp_path / "plan.json"))
+    assert r.returncode == 2 and b"term" in r.stderr and b"bfloat99" in r.stderr, r.stderr

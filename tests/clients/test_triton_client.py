@@ -325,3 +325,18 @@ def test_a_gather_plan_alone_refuses_tensors_of_another_element_size(client, mon
     src, out = torch.randn(512, 64), torch.zeros(100, 64)
     k(src, idx, out)
     assert torch.equal(out, src[idx])
+
+
+def test_a_tile_kernel_called_with_the_wrong_arguments_says_how_to_call_it(client):
+    """k(src, out) and k() raised a bare TypeError (the copy and gather kernels name the call)."""
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+
+    req = {"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [64, 64], "strides": [64, 1]},
+                  "tile": [16, 64], "consumer": "rows"}}
+    k = build_kernel(optimize(req), variant="tl")
+    for args in ((), (1, 2)):
+        with pytest.raises(InputError) as e:
+            k(*args)
+        assert e.value.headline.field == "arguments" and "k(src" in e.value.headline.fix
