@@ -27,7 +27,8 @@ def test_32_clients_for_30_seconds(tmp_path):
         result = lt.run(srv.url, clients=32, seconds=30, cached_seconds=10)
     print("\n" + lt.table(result))
     mixed = result["mixed"]
-    assert mixed["errors"] == 0, mixed  # nothing but 200s, and 504s for the deadline class
+    # nothing but 200s, and 504s for the deadline class (the statuses by class say what else came)
+    assert mixed["errors"] == 0, {k: c["status"] for k, c in mixed["classes"].items()}
     assert mixed["healthz"]["failures"] == 0 and mixed["healthz"]["polls"] >= 100
     # the planner keeps to a request's budget: answered, saying what did not fit (504 only for
     # a request whose whole budget went waiting in the queue)
