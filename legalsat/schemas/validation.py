@@ -62,7 +62,7 @@ _FIXES = {
     "int_type": "send a JSON integer (no quotes, no decimal point)",
     "bool_type": "send true or false",
     "list_type": "send a JSON array",
-    "literal_error": "use one of the documented spellings",
+    "literal_error": "use one of {expected}",
     "greater_than_equal": "use a value >= {ge}",
     "greater_than": "use a value > {gt}",
     "less_than_equal": "use a value <= {le}",

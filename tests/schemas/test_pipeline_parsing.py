@@ -192,3 +192,11 @@ def test_slot_and_operation_fields_that_would_be_ignored_are_refused(op, field):
     with pytest.raises(InputError) as e:
         legalsat.verify_pipeline(doc)
     assert field in {d.field for d in e.value.details}, e.value.details
+
+
+def test_a_value_outside_a_fixed_set_is_told_the_set():
+    """'use one of the documented spellings' named none of them."""
+    with pytest.raises(InputError) as e:
+        legalsat.analyze_bank_conflicts({"pattern": "cols", "vector": 8,
+                                         "tile": {"dtype": "bfloat16", "shape": [64, 64], "swizzle": "99B"}})
+    assert "'128B'" in e.value.headline.fix and "documented" not in e.value.headline.fix, e.value.headline
