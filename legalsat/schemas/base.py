@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import numbers
 import re
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -97,8 +98,11 @@ def _deep_path(text: str) -> tuple:
 def check_json_value(obj: object, what: str = "the input") -> object:
     """`obj` (parsed JSON) if it nests at most MAX_DEPTH deep and every string is valid
     Unicode (a lone surrogate escape such as "\\ud800" parses but cannot be encoded again);
-    else InputError naming where. Iterative: no recursion however deep the value."""
+    else InputError naming where. Iterative: no recursion however deep the value. A value built
+    in Python may hold tuples (a torch.Size) and integer scalars of numpy: it is returned as the
+    JSON it stands for (lists, ints), a copy, the caller's left as it was."""
     stack: list[tuple[object, tuple, int]] = [(obj, (), 1)]
+    plain = True
     while stack:
         value, path, depth = stack.pop()
         if isinstance(value, (_Repeated, _Constant)):
@@ -112,7 +116,9 @@ def check_json_value(obj: object, what: str = "the input") -> object:
                                                "send valid UTF-8 text (a surrogate pair, or the character itself)",
                                                field_path(path) or None) from None
             continue
-        if isinstance(value, (dict, list)):
+        if isinstance(value, tuple) or (isinstance(value, numbers.Integral) and type(value) not in (int, bool)):
+            plain = False
+        if isinstance(value, (dict, list, tuple)):
             if depth > MAX_DEPTH:
                 raise _too_deep(what, path)
             items = value.items() if isinstance(value, dict) else enumerate(value)
@@ -125,7 +131,18 @@ def check_json_value(obj: object, what: str = "the input") -> object:
                                                        "lone surrogate escape", "send valid UTF-8 text",
                                                        field_path(path) or None) from None
                 stack.append((v, (*path, k), depth + 1))
-    return obj
+    return obj if plain else _as_json(obj)
+
+
+def _as_json(value: object) -> object:
+    """Tuples as lists and integer scalars as ints, copied (nesting checked by the caller)."""
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_as_json(v) for v in value]
+    if isinstance(value, numbers.Integral) and type(value) not in (int, bool):
+        return int(value)
+    return value
 
 
 class _Repeated(dict):

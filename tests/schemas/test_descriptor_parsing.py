@@ -122,3 +122,19 @@ def test_a_megabyte_value_is_quoted_short_and_matched_against_nothing():
         parse_descriptor({"dtype": word, "global_address": 1 << 40, "global_dim": [64, 64], "global_strides": [128],
                           "box_dim": [64, 64]})
     assert e.value.headline.field == "dtype" and len(e.value.headline.message) < 200
+
+
+def test_python_values_are_taken_as_the_json_they_stand_for():
+    """A torch.Size or a tuple for a list, a numpy integer for an int: refused as 'valid list'
+    and 'send a JSON integer' by the Python API; the caller's value is left as it was."""
+    import numpy as np
+
+    import legalsat
+
+    desc = {"dtype": "bfloat16", "global_address": np.int64(1 << 40), "global_dim": (4096, 1024),
+            "global_strides": [np.uint32(8192)], "box_dim": (64, 64), "swizzle": "128B"}
+    assert legalsat.validate_descriptor(desc).legal
+    assert desc["global_dim"] == (4096, 1024) and isinstance(desc["global_address"], np.int64)
+    req = {"op": {"kind": "copy", "src": {"dtype": "float32", "shape": (8, 8), "strides": (8, 1)},
+                  "dst": {"dtype": "float32", "shape": (8, 8), "strides": (np.int64(1), 8)}}}
+    assert legalsat.optimize(req)["status"] == "ok"
