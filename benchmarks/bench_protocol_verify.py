@@ -22,7 +22,7 @@ import time
 
 from legalsat.protocols.synth import TmaPipelineSpec, synthesize_tma_pipeline
 from legalsat.protocols.verify import verify_protocol
-from legalsat.testing.protocols import arrivals, gluon_elementwise_add_tma, racing_roles
+from legalsat.testing.protocols import arrivals, gluon_elementwise_add_tma, racing_roles, store_epilogue
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -63,9 +63,11 @@ def _at_the_bound() -> int:
     with open(os.path.join(ROOT, "examples", "pipelines.jsonl")) as f:
         tutorial = json.loads(f.readline())
     cases = [(f"gluon tutorial, {n} iterations", {**tutorial, "iterations": n}) for n in (1024, 1400)]
-    cases += [(f"8 roles x {c} x 6 arrivals", arrivals(8, c)) for c in (20, 28)]
+    cases += [(f"8 roles x {c} x 6 arrivals", arrivals(8, c)) for c in (20, 26)]
     # every load races: the read/write judgement's pairs (millions) and violations (thousands)
     cases += [(f"8 roles racing, 16 x {n} loads", racing_roles(8, 16, n)) for n in (20, 30)]
+    # one TMA store per iteration, waited for at once: stores x writes (the store rules' pairs)
+    cases += [(f"store epilogue, {n} iterations", store_epilogue(n)) for n in (1600, 3162)]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores, 3 runs each; bound {MAX_VERIFY_WORK:.3g}")
     print(f"{'protocol':34s} {'trip counts':>11s} {'ops/run':>8s} {'work/bound':>10s} {'median s':>9s} {'max s':>6s}")
     for name, obj in cases:

@@ -445,14 +445,25 @@ class _Run:
                 if generic:
                     generic_before |= 1 << done
         for buf, stores in self.store_reads.items():
+            # with bitsets, as the reads: each hb test of two events shifts an ancestor set as
+            # long as the run, and pairing every store with every write did so millions of times
             writes = self.writes.get(buf, [])
+            by_done = {done: (w, winst) for w, done, winst in writes}  # done ids rise with w
+            by_write = {w: winst for w, _, winst in writes}
+            done_mask = write_mask = 0
+            groups: dict[tuple[str, int], int] = {}  # writes of one operation (reported once)
+            for w, done, winst in writes:
+                done_mask |= 1 << done
+                write_mask |= 1 << w
+                groups[(winst.role, winst.op_index)] = groups.get((winst.role, winst.op_index), 0) | 1 << w
+            reported = 0
             for s, sinst in stores:
-                before = [w for w in writes if self.hb(w[1], s)]
-                if not before:
+                seen = self.anc[s] & done_mask
+                if not seen:
                     self.report(Code.USE_BEFORE_COMPLETE, sinst,
                                 f"TMA store reads {_key(buf)} before anything written to it is complete")
                 else:
-                    w, _, winst = max(before, key=lambda x: x[0])
+                    w, winst = by_done[seen.bit_length() - 1]  # the latest write complete before it
                     if winst.op.kind is OpKind.GENERIC_WRITE:
                         f = self.fenced_by.get(w)
                         if f is None or not self.hb(f, s):
@@ -461,10 +472,16 @@ class _Run:
                                         "proxy without fence.proxy.async in between; fence after the "
                                         "shared-memory store")
                 done = self.store_done.get(s)
-                for w, _, winst in writes:
-                    if self.known(Code.STORE_REUSE_BEFORE_WAIT, winst):
-                        continue
-                    if w > s and not self.hb(w, s) and (done is None or not self.hb(done, w)):
+                racing = (write_mask >> (s + 1) << (s + 1)) & ~reported  # the writes issued after it
+                if done is not None and racing:
+                    desc = desc if desc is not None else self.descendants()
+                    racing &= ~desc[done]
+                while racing:
+                    winst = by_write[(racing & -racing).bit_length() - 1]
+                    group = groups[(winst.role, winst.op_index)]
+                    racing &= ~group
+                    reported |= group
+                    if not self.known(Code.STORE_REUSE_BEFORE_WAIT, winst):
                         self.report(Code.STORE_REUSE_BEFORE_WAIT, winst,
                                     f"{winst.role} overwrites {_key(buf)} while the TMA store of "
                                     f"iteration {sinst.i} may still read it; wait_group first")

@@ -99,6 +99,17 @@ def racing_roles(roles: int, blocks: int, loads: int) -> dict:
                       for r in range(roles)]}
 
 
+def store_epilogue(iterations: int) -> dict:
+    """A store epilogue as JSON: each iteration writes one shared buffer, fences, stores it by
+    TMA and waits for the store (correct; its runs pair every store with every write)."""
+    ops = [{"op": "generic_write", "buffer": "out"}, {"op": "fence_proxy_async"},
+           {"op": "tma_store", "buffer": "out", "bytes": 1024}, {"op": "commit_group"},
+           {"op": "wait_group", "count": 0}]
+    return {"name": f"store epilogue x {iterations}", "iterations": iterations, "barriers": [],
+            "buffers": [{"name": "out", "count": 1, "bytes": 1024}],
+            "roles": [{"name": "main", "blocks": [{"count": {"n": 1, "c": 0}, "ops": ops}]}]}
+
+
 def correct_protocols() -> list[Protocol]:
     out = [gluon_elementwise_add_tma(s) for s in (1, 2, 3, 4)] + [warp_specialized(s) for s in (1, 2, 4)]
     for roles in (1, 2):

@@ -230,3 +230,19 @@ def test_waiting_twice_on_a_completed_phase_is_no_deadlock():
     import legalsat
 
     assert legalsat.verify_pipeline(_one_role([_EXPECT, _LOAD, _WAIT, _WAIT, _USE])).ok
+
+
+def test_a_store_epilogue_at_the_work_bound_is_judged_with_the_store_rules_intact():
+    """The store rules' bitsets (pairing every store with every write took seconds at the
+    bound): a correct epilogue passes; one whose wait is dropped reuses the buffer before the
+    store completes, one whose fence is dropped misses it."""
+    import legalsat
+    from legalsat.testing.protocols import store_epilogue
+
+    assert legalsat.verify_pipeline(store_epilogue(3162)).ok
+    doc = store_epilogue(40)
+    doc["roles"][0]["blocks"][0]["ops"].pop(4)  # no wait_group: the next write races the store
+    assert {v.rule for v in legalsat.verify_pipeline(doc).violations} >= {"store_reuse_before_wait"}
+    doc = store_epilogue(40)
+    doc["roles"][0]["blocks"][0]["ops"].pop(1)  # no fence
+    assert {v.rule for v in legalsat.verify_pipeline(doc).violations} == {"missing_proxy_fence"}
