@@ -178,7 +178,7 @@ def test_a_gather_never_writes_or_reads_past_its_tensors(client, monkeypatch):
     for name, value in (("index_bound", 1000), ("src_index_stride_bytes", 256), ("out_index_stride_bytes", 256)):
         edited = copy.deepcopy(resp)
         edited["plans"][0]["gather"][name] = value
-        _refused(lambda edited=edited: build_kernel(edited), f"gather.{name}")
+        _refused(lambda edited=edited: build_kernel(edited), f"plans[0].gather.{name}")  # the response's field
     edited = copy.deepcopy(resp["plans"][0])  # the plan alone: its own fields must agree
     edited["gather"]["out_index_stride_bytes"] = 256
     _refused(lambda: build_kernel(edited), "gather.out_shape")
@@ -232,7 +232,7 @@ def test_plans_and_variants_no_kernel_can_run_are_refused_by_name(client, monkey
     edited = copy.deepcopy(resp)
     direct = next(i for i, p in enumerate(edited["plans"]) if p["strategy"] == "direct")
     edited["plans"][direct]["pieces"][0]["tile"] = [3]
-    _refused(lambda: build_kernel(edited, plan_index=direct), "pieces[0].tile")
+    _refused(lambda: build_kernel(edited, plan_index=direct), f"plans[{direct}].pieces[0].tile")
 
 
 def test_a_call_with_the_wrong_arguments_is_named(client, monkeypatch):
@@ -284,7 +284,7 @@ def test_a_response_whose_plan_no_longer_covers_its_views_is_refused(client):
         edited["plans"][0]["pieces"][0]["dims"][0]["extent"] = value
         with pytest.raises(InputError) as e:
             build_kernel(edited, variant="tl")
-        assert e.value.headline.field == "pieces" and "move" in e.value.headline.message
+        assert e.value.headline.field == "plans[0].pieces" and "move" in e.value.headline.message
 
 
 def test_a_term_its_plan_cannot_have_come_from_is_named(client):
@@ -340,3 +340,21 @@ def test_a_tile_kernel_called_with_the_wrong_arguments_says_how_to_call_it(clien
         with pytest.raises(InputError) as e:
             k(*args)
         assert e.value.headline.field == "arguments" and "k(src" in e.value.headline.fix
+
+
+def test_a_responses_plan_field_is_named_under_its_plan(client):
+    """A check after validation named pieces[0] where the response's field is plans[0].pieces[0]."""
+    import copy
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+
+    edited = copy.deepcopy(optimize(COPY))
+    edited["plans"][0]["pieces"][0]["dims"][0]["extent"] = 32
+    with pytest.raises(InputError) as e:
+        build_kernel(edited, variant="tl")
+    assert e.value.headline.field == "plans[0].pieces"
+    with pytest.raises(InputError) as e:  # the response's own fields stay as they are
+        build_kernel({**edited, "term": edited["term"].replace("bfloat16", "bfloat99")}, variant="tl")
+    assert e.value.headline.field == "term"

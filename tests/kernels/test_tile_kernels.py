@@ -72,7 +72,7 @@ def test_every_tile_plan_is_bit_exact_in_the_interpreter(case):
         try:
             k = build_kernel(resp, plan_index=i, variant="tl")
         except InputError as e:  # a box Triton cannot express: said so, with the field and a fix
-            assert e.headline.field == "tile_load.layout.dims" and "power-of-two" in e.headline.message
+            assert e.headline.field == f"plans[{i}].tile_load.layout.dims" and "power-of-two" in e.headline.message
             assert any(d["box"] & (d["box"] - 1) for d in plan["tile_load"]["layout"]["dims"])
             continue
         out = poison(torch.empty(k.out_shape, dtype=k.out_dtype(x)))
