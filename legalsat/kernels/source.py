@@ -133,6 +133,8 @@ def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = 
             term = f"t{k}"
         if d.src:
             src.append(term if d.src == 1 else f"{term} * {d.src}")
+        elif k in axes:  # a broadcast dim (stride 0) still spans the block: the load's pointers take its shape
+            src.append(f"{term} * 0")
         if d.dst:
             dst.append(term if d.dst == 1 else f"{term} * {d.dst}")
     lines.append(f"{indent}so = {' + '.join(src) or '0'}")

@@ -99,12 +99,17 @@ def test_window_gather_is_exact_when_indices_break_the_promise():
     assert same_bits(inp.call(k), want)
 
 
-@pytest.mark.parametrize("dtype,shape,src_strides,dst_strides", [
-    ("bfloat16", [3], [0], [1]),            # torch.tensor(x).expand(3).contiguous()
-    ("float32", [5, 7], [0, 0], [7, 1]),    # a scalar expanded to 5 x 7
-    ("uint8", [1000, 3], [0, 1], [3, 1]),   # a row repeated: partly broadcast
-], ids=["expand-1d", "scalar-2d", "row-repeated"])
-def test_a_broadcast_source_copies_bit_exact(dtype, shape, src_strides, dst_strides):
+@pytest.mark.parametrize("dtype,shape,src_strides,dst_strides,smem", [
+    ("bfloat16", [3], [0], [1], None),            # torch.tensor(x).expand(3).contiguous()
+    ("float32", [5, 7], [0, 0], [7, 1], None),    # a scalar expanded to 5 x 7
+    ("uint8", [1000, 3], [0, 1], [3, 1], None),   # a row repeated: partly broadcast
+    # a column repeated into a padded pitch, under a shared-memory budget that makes the staged
+    # tile one row: its source offset had no term of the block's broadcast dim (a scalar
+    # pointer under a block mask: the kernel did not run)
+    ("float64", [2, 17], [1, 0], [105, 1], 256),
+    ("float32", [6, 40], [1, 0], [40, 1], 128),
+], ids=["expand-1d", "scalar-2d", "row-repeated", "column-repeated-pitch", "column-repeated"])
+def test_a_broadcast_source_copies_bit_exact(dtype, shape, src_strides, dst_strides, smem):
     """Every source stride 0: the direct kernel's source offset was the scalar 0, and its
     masked last block did not build (a block mask on a scalar pointer)."""
     require_client()
@@ -116,7 +121,7 @@ def test_a_broadcast_source_copies_bit_exact(dtype, shape, src_strides, dst_stri
 
     view = lambda strides: {"dtype": dtype, "shape": shape, "strides": strides}  # noqa: E731
     resp = optimize({"op": {"kind": "copy", "src": view(src_strides), "dst": view(dst_strides)},
-                     "options": {"max_plans": 5}})
+                     "options": {"max_plans": 5, **({"smem_bytes": smem} if smem else {})}})
     assert resp["plans"], resp["rejected"]
     inp = make_inputs(resp, {}, "cpu", torch.Generator().manual_seed(3))
     want = reference(inp)
