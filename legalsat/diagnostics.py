@@ -168,6 +168,10 @@ class Code(Enum):
     GATHER_TMA = ("gather_tma", Category.PLANNING, "an indexed row copy has no TMA plan: a tiled descriptor "
                   "walks boxes, not index lists (Blackwell's TMA gather4 is not planned)",
                   "use direct or inspector_executor")
+    TMA_STORE_ROW = ("tma_store_row", Category.PLANNING, "a TMA store writes the rows of its box in whole 16-byte "
+                     "chunks, past the end of a row whose bytes are not a multiple of 16 (measured on the H100: "
+                     "tools/tma_store_row_probe.py)", "plan the copy with direct or staged_smem (they do), or give the "
+                     "destination rows a multiple of 16 bytes")
     NO_TMA_UNIT = ("no_tma_unit", Category.PLANNING, "the target has no tensor memory accelerator",
                    "use another strategy")
     TMA_UNAVAILABLE = ("tma_unavailable", Category.PLANNING, "no formulation may be TMA-legal",

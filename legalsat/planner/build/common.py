@@ -25,10 +25,18 @@ def placeholder_address(align: int) -> int:
 
 
 def checked(desc: TmaDescriptor, target: Target, role: str, prefix: str = "") -> Descriptor:
-    """`desc` with its role, or Infeasible with the legality model's violations."""
+    """`desc` with its role, or Infeasible with the legality model's violations, and for a
+    store, with the row rule the driver does not check: the TMA unit writes each box row in
+    whole 16-byte chunks, so a row of n bytes (n not a multiple of 16) gets the bytes up to the
+    next 16 written past its end: the gap before the next row, which is not the copy's."""
     violations = check_descriptor(desc, target).violations
     if violations:
         raise Infeasible([v.code.at(prefix + v.message, v.fix, field=v.field, index=v.index) for v in violations])
+    row = desc.global_dim[0] * desc.dtype.storage_bits // 8
+    if role == "store" and row % 16:
+        raise Infeasible([Code.TMA_STORE_ROW.at(
+            f"{prefix}its rows are {row} bytes: a TMA store would write {16 - row % 16} bytes past the end of each "
+            "(whole 16-byte chunks), into the gap before the next row")])
     return Descriptor(desc, role)
 
 
