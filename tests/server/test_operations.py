@@ -35,12 +35,11 @@ def test_bearer_token_guards_v1_routes_only(tmp_path):
 
 
 def _long_pipeline() -> dict:
-    """Gluon's tutorial pipeline at 1,024 iterations: 11,266 operations, about 0.6 s to verify."""
-    import json
-    from pathlib import Path
+    """8 roles of 26 x 6 arrivals, checked at 156 trip counts: near the verifier's work bound,
+    about 0.5 s to verify on the 2-core machine (benchmarks/bench_protocol_verify.py --bound)."""
+    from legalsat.testing.protocols import arrivals
 
-    first = (Path(__file__).resolve().parents[2] / "examples" / "pipelines.jsonl").read_text().splitlines()[0]
-    return {**json.loads(first), "iterations": 1024}
+    return arrivals(8, 26)
 
 
 def test_deadline_is_504_the_worker_is_replaced_and_the_service_keeps_serving():
