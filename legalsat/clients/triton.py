@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from legalsat.diagnostics import Code, InputError
-from legalsat.kernels import default_variant, emit, request_op, select_plan
+from legalsat.kernels import default_variant, emit, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
@@ -600,8 +600,8 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     plans), or "auto": `legalsat.kernels.default_variant` (Gluon for straight TMA copies on an
     sm90 GPU, tl otherwise).
     Raises InputError naming the plan field when the plan cannot become a kernel."""
-    p, term = select_plan(plan, plan_index)
-    op = _relaid_out(request_op(term, p), p)
+    p, op = select_plan(plan, plan_index)
+    op = _relaid_out(op, p)
     if variant == "auto":
         variant = default_variant(p, _on_sm90())
     elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted

@@ -57,8 +57,8 @@ def validate_plan(obj: object, where: tuple[str | int, ...] = ()) -> PlanOut:
                           for d in details_from_validation(errors)]) from None
 
 
-def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
-    """(plan, request term or None) from a plan, or a whole optimize response (its
+def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, dict | None]:
+    """(plan, the request's op or None) from a plan, or a whole optimize response (its
     `plan_index`-th plan); raises InputError naming what is wrong."""
     if isinstance(obj, OptimizeResponse):
         obj = obj.model_dump(by_alias=True, exclude_unset=True)
@@ -85,11 +85,11 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, str | None]:
         raise plan_error("plan_index", f"plan_index {plan_index} is outside the response's {len(plans)} plans",
                          f"use 0..{len(plans) - 1}")
     plan = validate_plan(plans[plan_index], ("plans", plan_index))
-    request_op(obj.get("term"), plan)  # a term the plan cannot have come from is named here, for emit too
-    return plan, obj.get("term")
+    # the response's term, read once and checked against the plan (emit and build_kernel alike)
+    return plan, _request_op(obj.get("term"), plan)
 
 
-def request_op(response_term: str | None, plan: PlanOut) -> dict | None:
+def _request_op(response_term: str | None, plan: PlanOut) -> dict | None:
     """The request's op (src/dst views) from a response's s-expression term, if given; an
     InputError naming `term` where it is not one `plan` can have come from (another kind of
     movement, an element type this client does not know: a bare KeyError before)."""
