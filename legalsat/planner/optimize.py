@@ -28,8 +28,9 @@ from legalsat.planner.solve import Infeasible
 from legalsat.terms.movement import moved_elements
 from legalsat.terms.strategy import Strategy
 
-# Part of every plan-cache key: a new version never serves an older version's plans.
-PLANNER_VERSION = "legalsat-planner/11"
+# Part of every plan-cache key: a new version never serves an older version's plans. /12: no TMA
+# store of partial 16-byte rows (tma_store_row), not_reached reasons, explain's launch and limit lines.
+PLANNER_VERSION = "legalsat-planner/12"
 
 
 class Clock:
