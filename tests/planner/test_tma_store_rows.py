@@ -52,3 +52,22 @@ def test_a_transpose_into_rows_of_partial_chunks_has_no_tma_plan():
     assert out["plans"] and all(p["strategy"] != "tma" for p in out["plans"])
     rejected = next(r for r in out["rejected"] if r["strategy"] == "tma")
     assert [x["rule"] for x in rejected["reasons"]] == ["tma_store_row"]
+
+
+def test_a_plan_storing_partial_rows_by_tma_is_refused_by_the_kernel_emitter():
+    """A plan cached or edited before the rule: its kernel would write past each row."""
+    import copy
+
+    from legalsat.diagnostics import InputError
+    from legalsat.kernels import emit
+
+    view = {"dtype": "float32", "shape": [64, 64]}
+    out = optimize({"op": {"kind": "copy", "src": {**view, "strides": [64, 1]}, "dst": {**view, "strides": [1, 64]}},
+                    "options": {"max_plans": 5}})
+    plan = copy.deepcopy(next(p for p in out["plans"] if p["strategy"] == "tma"))
+    piece = next(p for p in plan["pieces"] if p["strategy"] == "tma")
+    store = next(d for d in piece["descriptors"] if d["role"] == "store")
+    store["global_dim"][0] = 3  # 12-byte rows
+    with pytest.raises(InputError) as e:
+        emit(plan, "tl")
+    assert e.value.headline.field.endswith(".global_dim") and "16-byte" in e.value.headline.message
