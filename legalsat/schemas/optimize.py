@@ -295,11 +295,6 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
     return Gather(src, op.axis, IndexSpec(ix.count, Distribution(ix.distribution), page, ix.unique, ix.groups))
 
 
-# the names under each parent field, for "did you mean" (a misspelt name is matched against its siblings)
-_KNOWN = {"": list(OptimizeRequest.model_fields), "options": list(Options.model_fields),
-          "op": sorted({*CopyOp.model_fields, *LoadTileOp.model_fields, *GatherOp.model_fields}),
-          "src": list(ViewIn.model_fields), "dst": list(ViewIn.model_fields), "index": list(IndexIn.model_fields),
-          "consumer": list(ConsumerIn.model_fields)}
 _HINTS = {"target": f"use one of: {', '.join(TARGET_NAMES)}",
           "op": 'give "kind": "copy" | "load_tile" | "gather" with its fields (see the JSON Schema)'}
 
@@ -313,7 +308,7 @@ def check_request_shape(obj: dict) -> None:
     MAX_TERM_CHARS (the rest is checked in a worker). InputError naming the field otherwise."""
     unknown = [key for key in obj if key not in OptimizeRequest.model_fields]
     if unknown:  # said as the schema's own validation says it
-        err = InputError(details_from_validation([{"type": "extra_forbidden", "loc": (unknown[0],)}], known_fields=_KNOWN))
+        err = InputError(details_from_validation([{"type": "extra_forbidden", "loc": (unknown[0],)}], known_fields=OptimizeRequest))
         raise naming_other_input(err, obj, "optimize", _SHAPE)
     term = obj.get("term")
     if isinstance(term, str):
@@ -369,7 +364,7 @@ def _parse(obj: object) -> PlanRequest:
         try:
             req = OptimizeRequest.model_validate(obj)
         except ValidationError as e:
-            raise InputError(details_from_validation(e, _HINTS, _KNOWN, tags=("copy", "load_tile", "gather"))) from None
+            raise InputError(details_from_validation(e, _HINTS, OptimizeRequest, tags=("copy", "load_tile", "gather"))) from None
     if req.op is None:
         raise _bad("op", "the request has neither op nor term", 'send "op": {...} or "term": "(copy ...)"')
     target = resolve_target(req.target)

@@ -107,15 +107,10 @@ def shown(value: object, limit: int = 64) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _siblings(known: list[str] | dict[str, list[str]] | type[BaseModel] | None, loc: tuple) -> list[str]:
-    """The names an unknown field at `loc` stands beside: a model's fields at loc's parent (a
+def _siblings(known: type[BaseModel] | None, loc: tuple) -> list[str]:
+    """The names an unknown field at `loc` stands beside: the model's fields at loc's parent (a
     list of names matched every unknown field, however deep, against the top level's)."""
-    if isinstance(known, type) and issubclass(known, BaseModel):
-        return fields_at(known, loc[:-1])
-    if not isinstance(known, dict):
-        return known or []
-    parent = next((p for p in reversed(loc[:-1]) if isinstance(p, str)), "")
-    return known.get(parent, [])
+    return fields_at(known, loc[:-1]) if known is not None else []
 
 
 def fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
@@ -154,25 +149,24 @@ _SCALAR_MISMATCH = frozenset({"int_type", "int_parsing", "string_type", "bool_ty
                               "enum"})
 
 
-def _other_branch(e: dict, etype: str, loc: tuple, located: list[tuple[dict, str, tuple]]) -> bool:
+def _other_branch(e: dict, etype: str, loc: tuple, inner: set[tuple]) -> bool:
     """Whether `e` is a union branch's complaint that an object is not its scalar, while
     another branch took the object and says what is wrong inside it (a count of {"n": 32} was
-    headlined "should be a valid integer", its real problem, n <= 1, third)."""
-    return etype in _SCALAR_MISMATCH and isinstance(e.get("input"), dict) and any(
-        len(other) > len(loc) and other[:len(loc)] == loc for _, _, other in located)
+    headlined "should be a valid integer", its real problem, n <= 1, third). `inner`: every
+    path that has an error below it."""
+    return etype in _SCALAR_MISMATCH and isinstance(e.get("input"), dict) and loc in inner
 
 
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
-                            known_fields: list[str] | dict[str, list[str]] | type[BaseModel] | None = None,
+                            known_fields: type[BaseModel] | None = None,
                             tags: tuple[str, ...] = ()) -> list[Diagnostic]:
     """One `invalid_input` Diagnostic per pydantic error (of a ValidationError, or a list of
     them as FastAPI's RequestValidationError gives), each naming its field and a fix. (JSON
     text is parsed before, by legalsat.schemas.base.load_json.)
 
     `hints` maps a field name to a fix that is more specific than the generic one;
-    `known_fields` lets a misspelt field name get a "did you mean" suggestion (the model the
-    input is validated as: a name is matched against its siblings at its path; or a dict of
-    the names under each parent field, "" for the top level); `tags`: the
+    `known_fields`, the model the input is validated as, lets a misspelt field name get a
+    "did you mean" suggestion (matched against its siblings at its path); `tags`: the
     discriminator values of tagged unions, which pydantic puts in a path and a field is not
     named by.
     """
@@ -185,8 +179,9 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         keep_last = etype == "extra_forbidden" and raw
         loc = tuple(p for p in (raw[:-1] if keep_last else raw) if not _not_a_field(p, tags, models))
         located.append((e, etype, loc + raw[-1:] if keep_last else loc))
+    inner = {loc[:k] for _, _, loc in located for k in range(len(loc))}  # paths with an error below them
     for e, etype, loc in located:
-        if _other_branch(e, etype, loc, located):
+        if _other_branch(e, etype, loc, inner):
             continue
         path = field_path(loc) or None
         msg = e.get("msg", "invalid value")
