@@ -15,8 +15,8 @@ not depend on the schedule that was executed:
 - use_before_complete: a consume (or TMA store) of a buffer no completed copy is ordered
   before, or of the copy of its own generation (i + shift) issued last, not yet complete;
 - overwrite_before_release: a write to a buffer unordered with a consume of its old data, or
-  a shared-memory store and a copy into one buffer unordered (TMA loads in flight into one
-  stage together are its boxes);
+  a shared-memory store and a copy into one buffer unordered (two copies, or two stores, in
+  flight into one stage may write disjoint parts: a stage's boxes, a tile's halves);
 - missing_proxy_fence: a TMA store reading a generic write with no fence.proxy.async
   ordered in between;
 - store_reuse_before_wait: a write to a buffer unordered with the completion (wait_group)
@@ -431,19 +431,22 @@ class _Run:
         for buf, writes in self.writes.items():
             # a shared-memory store and a copy into one buffer, the later not after the earlier is
             # complete (two TMA loads in flight into one stage are its boxes: disjoint parts)
-            done_before = generic_before = 0
+            copy_before = generic_before = 0  # completions of earlier copies / shared-memory stores
             for w, done, winst in writes:
                 generic = winst.op.kind is OpKind.GENERIC_WRITE
-                racing = (done_before if generic else generic_before) & ~self.anc[w] & ~(1 << w)
+                # (two stores, like two copies, may write disjoint parts: only a store against a copy races)
+                racing = (copy_before if generic else generic_before) & ~self.anc[w] & ~(1 << w)
                 if racing and not self.known(Code.OVERWRITE_BEFORE_RELEASE, winst):
                     other = next(x for x in writes if x[1] == (racing & -racing).bit_length() - 1)
+                    what = "copy" if generic else "shared-memory store"  # the other side is the other kind
                     self.report(Code.OVERWRITE_BEFORE_RELEASE, winst,
-                                f"{winst.role} writes {_key(buf)} while the write of {other[2].role} "
-                                f"(iteration {other[2].i}) into it may still be in flight; wait for that copy's "
-                                "barrier phase (or its release) before writing the stage again")
-                done_before |= 1 << done
+                                f"{winst.role} writes {_key(buf)} while the {what} of {other[2].role} "
+                                f"(iteration {other[2].i}) into it may still be in flight; order the two (the copy's "
+                                "barrier phase, or the store's fence and arrival) before writing the stage again")
                 if generic:
                     generic_before |= 1 << done
+                else:
+                    copy_before |= 1 << done
         for buf, stores in self.store_reads.items():
             # with bitsets, as the reads: each hb test of two events shifts an ancestor set as
             # long as the run, and pairing every store with every write did so millions of times
