@@ -152,11 +152,14 @@ MAX_BLOCK_ELEMENTS = 1 << 17
 
 
 def _check_blocks(plan: PlanOut) -> None:
-    """InputError naming the field when a piece's tile, or a gather's rows per program, is not
-    a block the emitted kernels take: powers of two, MAX_BLOCK_ELEMENTS at most in all."""
+    """InputError naming the field when a piece's tile, or a gather's rows per program (its
+    executor's), is not a block the emitted kernels take: powers of two, MAX_BLOCK_ELEMENTS at
+    most in all."""
     fields = [(f"pieces[{i}].tile", list(p.tile)) for i, p in enumerate(plan.pieces)]
     if plan.gather is not None:
         fields.append(("gather.rows_per_program", [plan.gather.rows_per_program]))
+        if plan.gather.executor is not None:  # the inspector-executor's rows a program (kernels.inspector)
+            fields.append(("gather.executor.tile_rows", [plan.gather.executor.tile_rows]))
     for field, extents in fields:
         if any(t < 1 or t & (t - 1) for t in extents) or prod(extents) > MAX_BLOCK_ELEMENTS:
             raise plan_error(field, f"{field} is {extents}: a kernel's block is powers of two, at most "

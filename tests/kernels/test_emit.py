@@ -320,3 +320,14 @@ def test_a_tile_plan_whose_stages_overflow_its_budget_is_named_not_shrunk():
     with pytest.raises(InputError) as e:
         emit(plan, "gluon")
     assert e.value.headline.field == "num_stages" and "over the plan's budget" in e.value.headline.message
+
+
+def test_an_inspectors_rows_a_program_are_checked_as_a_block():
+    """gather.executor.tile_rows of 3 was emitted as tl.arange(0, 3), which Triton refuses when
+    it compiles; every other block of a plan was refused by name."""
+    plan = json.loads(json.dumps(_plan("MoE top-2 300×256 bf16 8 experts", "inspector_executor")))
+    assert plan["gather"]["executor"] is not None
+    plan["gather"]["executor"]["tile_rows"] = 3
+    with pytest.raises(InputError) as e:
+        emit(plan)
+    assert e.value.headline.field == "gather.executor.tile_rows"
