@@ -95,6 +95,9 @@ def _deep_path(text: str) -> tuple:
     return ()
 
 
+_JSON_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def check_json_value(obj: object, what: str = "the input") -> object:
     """`obj` (parsed JSON) if it nests at most MAX_DEPTH deep and every string is valid
     Unicode (a lone surrogate escape such as "\\ud800" parses but cannot be encoded again);
@@ -105,6 +108,8 @@ def check_json_value(obj: object, what: str = "the input") -> object:
     plain = True
     while stack:
         value, path, depth = stack.pop()
+        if type(value) in _JSON_SCALARS:  # most values: nothing to check (a marker is a subclass)
+            continue
         if isinstance(value, (_Repeated, _Constant)):
             _refuse_marker(value, path, what)
         if isinstance(value, str):
