@@ -164,14 +164,14 @@ class Settings(BaseSettings):
 
 def redacted(url: str) -> str:
     """A cache URL without its password (for logs and messages), whether or not it parses:
-    `user:***@host`, or `***@host` where the user part may be the password alone."""
+    `user:***@host`, or `***@host` where the user part may be the password alone. The
+    credentials end at the last `@` (a password may hold `/`, `?` or `#`)."""
     scheme, sep, rest = url.partition("://")
-    netloc, slash, tail = rest.partition("/")
-    if not sep or "@" not in netloc:
+    if not sep or "@" not in rest:
         return url
-    userinfo, _, host = netloc.rpartition("@")
+    userinfo, _, after = rest.rpartition("@")
     user, colon, _ = userinfo.partition(":")
-    return f"{scheme}://{user + ':***' if colon else '***'}@{host}{slash}{tail}"
+    return f"{scheme}://{user + ':***' if colon else '***'}@{after}"
 
 
 # redis-py lets these URL options override the service's own timeouts (a stalled Redis then
@@ -187,9 +187,9 @@ def _check_redis_url(url: str) -> None:
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018  parsing it is the check
-    except ValueError as e:
-        raise ValueError(f"{e}; write redis://[user:password@]host:port/db with a numeric port (an IPv6 host "
-                         "in [brackets])") from None
+    except ValueError:  # its text may quote part of the password: not repeated
+        raise ValueError("its host and port cannot be read; write redis://[user:password@]host:port/db with a "
+                         "numeric port, an IPv6 host in [brackets] and a password holding / ? # percent-encoded") from None
     query = parse_qs(parts.query)
     db = query.get("db", [parts.path.lstrip("/")] if parts.scheme != "unix" else [""])[-1]
     if db and not db.isdigit():

@@ -571,3 +571,10 @@ def test_emit_refuses_a_response_whose_term_its_plan_cannot_have_come_from(tmp_p
     (tmp_path / "plan.json").write_text(json.dumps(out))
     r = run_cli("emit", str(tmp_path / "plan.json"))
     assert r.returncode == 2 and b"term" in r.stderr and b"bfloat99" in r.stderr, r.stderr
+
+
+def test_a_password_holding_a_slash_is_masked_too(monkeypatch):
+    """redacted() split the URL at the password's '/', and the parser's message quoted part of it."""
+    monkeypatch.setenv("LEGALSAT_CACHE_URL", "redis://:s3cr/et@cache:6379/0")
+    err = run_cli("serve", "--port", "1").stderr.decode()
+    assert "s3cr" not in err and "et@" not in err and ":***@cache:6379/0" in err, err
