@@ -247,6 +247,9 @@ class _BatchOutput:
     def flush(self) -> None:
         self.raw.flush()
 
+    def fileno(self) -> int:  # where it writes (run_stream flushes each answer unless it is a file)
+        return self.raw.fileno()
+
 
 # command -> (per-line handler factory (cached per process), shaper of input errors)
 _STREAMS: dict[str, tuple[Callable[[str], Callable[[bytes], bytes]], Callable[[InputError], bytes]]] = {

@@ -124,7 +124,7 @@ def _chunks(f: BinaryIO, size: int, max_line_bytes: int) -> Iterable[tuple[int, 
 def is_regular_file(f: BinaryIO) -> bool:
     try:
         return stat.S_ISREG(os.fstat(f.fileno()).st_mode)
-    except (OSError, ValueError, io.UnsupportedOperation):
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):  # no descriptor: a stream in memory
         return False
 
 
@@ -154,9 +154,10 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
     regular = is_regular_file(f)
     size = os.fstat(f.fileno()).st_size if regular else 0
     interactive = not regular and interactive_pipes
+    to_file = is_regular_file(out)  # else a reader (a pipe, a terminal) sees each answer as it is written
     if interactive or (executor is None and workers <= 1) or (regular and size < parallel_min_bytes):
         return process_lines(bounded_lines(f, max_line_bytes), out, make_handler(), shape_error, max_line_bytes,
-                             flush_each=not regular)
+                             flush_each=not to_file)
     n = done = 0
     pending: deque[_Chunk] = deque()
     make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method),
@@ -183,7 +184,19 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
                 if c.attempts >= LOCAL_ATTEMPTS:
                     why = f"its worker process died {c.attempts} times"
                     return (lost or functools.partial(lost_answers, shape_error))(c.first, c.lines, why)
-            c.future, c.generation = pool.submit(job, c.first, c.lines), generation
+            c.future, c.generation = submit(c.first, c.lines), generation
+
+    def submit(first: int, lines: list[bytes]) -> Future:
+        """pool.submit, a pool a dead worker broke answered as a broken future (answers() then
+        starts a fresh one; submit itself raised, past the retries, while input was read)."""
+        try:
+            return pool.submit(job, first, lines)
+        except BrokenExecutor as e:
+            if executor is not None:
+                raise
+            broken: Future = Future()
+            broken.set_exception(e)
+            return broken
 
     def write_oldest() -> None:
         nonlocal done
@@ -192,13 +205,13 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
         done += len(c.lines)
         if progress:
             progress(done)
-        if not regular:  # a pipe's reader sees each answer as it is written
+        if not to_file:
             out.flush()
 
     try:
         inflight = 2 * getattr(pool, "size", workers)  # an executor that sizes itself (a Ray cluster) says so
         for first, chunk in _chunks(f, chunk_lines, max_line_bytes):
-            pending.append(_Chunk(first, chunk, pool.submit(job, first, chunk), generation))
+            pending.append(_Chunk(first, chunk, submit(first, chunk), generation))
             n += len(chunk)
             while len(pending) >= inflight or (pending and pending[0].future.done()):  # answers as they are ready
                 write_oldest()

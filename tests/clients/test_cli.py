@@ -578,3 +578,37 @@ def test_a_password_holding_a_slash_is_masked_too(monkeypatch):
     monkeypatch.setenv("LEGALSAT_CACHE_URL", "redis://:s3cr/et@cache:6379/0")
     err = run_cli("serve", "--port", "1").stderr.decode()
     assert "s3cr" not in err and "et@" not in err and ":***@cache:6379/0" in err, err
+
+
+def test_a_worker_that_dies_while_input_is_still_read_costs_its_own_lines_only(tmp_path):
+    """A pipe feeding lines slowly: the pool broke between two reads and the next submit raised
+    BrokenProcessPool past the retries (a traceback, 1 of 8 lines written)."""
+    import functools
+    import io
+    import threading
+    import time
+
+    from legalsat.clients.jsonl import run_stream
+    from legalsat.testing import chunk_jobs
+
+    r, w = os.pipe()
+
+    def feed():
+        with os.fdopen(w, "wb") as f:
+            for k in range(8):
+                f.write(b'{"die": 1}\n' if k == 1 else b'{"n": %d}\n' % k)
+                f.flush()
+                time.sleep(0.3)
+
+    threading.Thread(target=feed, daemon=True).start()
+    out = io.BytesIO()
+
+    def shape(e):
+        return json.dumps({"line": e.line, "error": e.headline.code.id}).encode()
+
+    with os.fdopen(r, "rb") as f:
+        # spawned workers: a forked one would hold this process's end of the pipe open (no EOF)
+        n = run_stream(f, out, functools.partial(chunk_jobs.dying, str(tmp_path)), lambda: None, shape, 1 << 20, 2,
+                       chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False, start_method="spawn")
+    rows = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert n == len(rows) == 8 and [r.get("error") for r in rows] == [None, "worker_lost"] + [None] * 6
