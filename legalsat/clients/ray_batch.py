@@ -169,7 +169,6 @@ class RayExecutor(Executor):
             log.warning("%d of %d Ray actors started (the cluster has too few free CPUs for the others): using %d",
                         len(started), len(self.actors), len(started))
         self.actors = started
-        self._load = {id(a): 0 for a in self.actors}
 
     def _kill_all(self) -> None:
         for a in getattr(self, "actors", []):
@@ -179,7 +178,7 @@ class RayExecutor(Executor):
 
     @property
     def size(self) -> int:
-        """Actors in use (a dead one is replaced, so this stays what was asked for)."""
+        """Actors in use: those that started (a dead one is replaced, so this stays that)."""
         return len(self.actors)
 
     # --- concurrent.futures.Executor ---
@@ -195,50 +194,44 @@ class RayExecutor(Executor):
 
     # --- scheduling ---
 
-    def _pick(self):
-        with self._lock:
-            actor = min(self.actors, key=lambda a: self._load[id(a)])
-            self._load[id(actor)] += 1
-            return actor
-
     def _replace(self, dead) -> None:
         with self._lock:
             if dead in self.actors:
                 self.actors.remove(dead)
-                self._load.pop(id(dead), None)
                 fresh = self._remote.remote()
                 self.actors.append(fresh)
-                self._load[id(fresh)] = 0
                 self._queues[id(fresh)] = deque()
                 log.warning("a Ray actor died; started a replacement (%d actors)", len(self.actors))
 
     def _send(self, result: Future, job, first: int, lines: list[bytes], attempt: int) -> None:
-        actor = self._pick()
-        with self._lock:
+        with self._lock:  # the actor with the fewest chunks queued, this one queued on it
+            actor = min(self.actors, key=lambda a: len(self._queues[id(a)]))
             self._ids += 1
             task = self._ids
-            queue = self._queues.setdefault(id(actor), deque())
+            queue = self._queues[id(actor)]
             self._running[task] = (None if queue else time.monotonic(), actor)
             queue.append(task)
         ref = actor.run.remote(job, first, lines)
+        errors = (self._ray.exceptions.RayActorError, self._ray.exceptions.ActorUnavailableError)
 
         def done(fut: Future) -> None:
+            try:
+                answers, died, why = fut.result(), False, ""
+            except errors as e:
+                answers, died, why = None, True, f"its Ray actor died ({type(e).__name__})"
+            except Exception as e:  # a task error: the job itself raised (a bug), not the actor
+                answers, died, why = None, False, f"the chunk failed on its Ray actor: {type(e).__name__}: {e}"[:500]
             with self._lock:
                 began, _ = self._running.pop(task, (None, None))
-                if id(actor) in self._load:
-                    self._load[id(actor)] -= 1
                 queue = self._queues.get(id(actor), deque())
                 if task in queue:
                     queue.remove(task)
-                if queue and queue[0] in self._running:  # the actor's next chunk begins now
+                if not died and queue and queue[0] in self._running:  # the actor's next chunk begins now
                     self._running[queue[0]] = (time.monotonic(), actor)
-            try:
-                result.set_result(fut.result())
+            if answers is not None:
+                result.set_result(answers)
                 return
-            except (self._ray.exceptions.RayActorError, self._ray.exceptions.ActorUnavailableError) as e:
-                why = f"its Ray actor died ({type(e).__name__})"
-            except Exception as e:  # a task error: the job itself raised (a bug), not the actor
-                why = f"the chunk failed on its Ray actor: {type(e).__name__}: {e}"[:500]
+            if not died:
                 result.set_result(self._fail(first, lines, why))
                 return
             self._replace(actor)

@@ -234,3 +234,44 @@ def test_sigterm_ends_a_ray_batch_as_ctrl_c_does(tmp_path):
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and b"legalsat: interrupted" in err, err[-2000:]
+
+
+def test_chunks_queued_behind_one_whose_actor_died_are_sent_again_not_counted_as_tried():
+    """Ray fails an actor's queued tasks one after the other: each failure marked the next
+    queued chunk as begun, so every chunk behind the first was counted as tried and lost."""
+    import types
+    from collections import deque
+    from concurrent.futures import Future
+
+    from legalsat.clients.ray_batch import RayExecutor
+
+    class ActorDied(Exception):
+        pass
+
+    class Actor:
+        def __init__(self):
+            self.futures = []
+            self.run = types.SimpleNamespace(remote=self._remote)
+
+        def _remote(self, job, first, lines):
+            f = Future()
+            self.futures.append(f)
+            return types.SimpleNamespace(future=lambda: f)
+
+    actor = Actor()
+    ex = object.__new__(RayExecutor)  # the scheduling alone, on a fake cluster of one actor
+    ex._ray = types.SimpleNamespace(exceptions=types.SimpleNamespace(RayActorError=ActorDied,
+                                                                    ActorUnavailableError=ActorDied))
+    ex.actors, ex._queues, ex._running, ex._ids = [actor], {id(actor): deque()}, {}, 0
+    ex._lock, ex._closed, ex.retries, ex._max_attempts = threading.Lock(), threading.Event(), 0, 1
+    ex._fail = lambda first, lines, why: b"LOST %d" % first
+    ex._replace = lambda dead: None
+    results = [ex.submit(None, k, [b"x"]) for k in (1, 2, 3)]
+    dying, actor.futures = actor.futures, []
+    for f in dying:  # the actor dies: its three tasks fail in order
+        f.set_exception(ActorDied())
+    assert results[0].result(timeout=5) == b"LOST 1"  # it had begun: its one try is spent
+    assert not results[1].done() and not results[2].done() and ex.retries == 2
+    for k, f in zip((2, 3), actor.futures):
+        f.set_result(b"ok %d" % k)
+    assert [r.result(timeout=5) for r in results[1:]] == [b"ok 2", b"ok 3"]
