@@ -177,6 +177,26 @@ def _check_gather_request(g, op: dict) -> None:
                              "not the request's", "plan the request again")
 
 
+def _called(method, args: tuple, kw: dict, what: str, usage: str):
+    """method(*args, **kw); a TypeError that the arguments cause (not the method's own: its
+    signature is bound only then, once per failure, never on a good call) is said as the call
+    it should be."""
+    try:
+        return method(*args, **kw)
+    except TypeError as e:
+        try:
+            _signature(method.__func__).bind(None, *args, **kw)
+        except TypeError:
+            raise _arg_error("arguments", f"{what} was called with {len(args)} positional argument(s) and "
+                             f"{sorted(kw) or 'no keywords'}: {e}", f"call it as {usage}") from None
+        raise
+
+
+@cache
+def _signature(func) -> inspect.Signature:
+    return inspect.signature(func)
+
+
 class Kernel:
     """A plan's kernel: call it like the movement (see the module docstring).
 
@@ -356,14 +376,8 @@ class Kernel:
 
     def __call__(self, *args, **kw):
         call = self._copy if self.kind is MovementKind.COPY else self._gather
-        try:
-            inspect.signature(call).bind(*args, **kw)
-        except TypeError as e:  # the arguments, not a bug: said as the call it should be
-            usage = "k(src, dst)" if self.kind is MovementKind.COPY else "k(src, index, out[, group=...])"
-            raise _arg_error("arguments", f"this {self.kind.value} kernel was called with {len(args)} "
-                             f"positional argument(s) and {sorted(kw) or 'no keywords'}: {e}",
-                             f"call it as {usage}") from None
-        return call(*args, **kw)
+        usage = "k(src, dst)" if self.kind is MovementKind.COPY else "k(src, index, out[, group=...])"
+        return _called(call, args, kw, f"this {self.kind.value} kernel", usage)
 
     def _copy(self, src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
         op = self.request_op
@@ -532,13 +546,7 @@ class TileKernel(Kernel):
             fn.warmup(*self._args(src, out, stages, mode), grid=(1,), num_warps=ln.num_warps)
 
     def __call__(self, *args, **kw) -> torch.Tensor:
-        try:
-            inspect.signature(self._load).bind(*args, **kw)
-        except TypeError as e:  # the arguments, not a bug: said as the call it should be
-            raise _arg_error("arguments", f"this load_tile kernel was called with {len(args)} positional "
-                             f"argument(s) and {sorted(kw) or 'no keywords'}: {e}",
-                             "call it as k(src[, out=...][, stages=...])") from None
-        return self._load(*args, **kw)
+        return _called(self._load, args, kw, "this load_tile kernel", "k(src[, out=...][, stages=...])")
 
     def _load(self, src: torch.Tensor, *, out: torch.Tensor | None = None,
               stages: torch.Tensor | None = None) -> torch.Tensor:
