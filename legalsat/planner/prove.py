@@ -190,9 +190,10 @@ def _box_check(shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides
 
 
 def forget_proofs() -> None:
-    """Drop the box checks this process keeps (each is a pure function of its arguments, so
-    keeping them never changes an answer; this makes the next proof start from none)."""
+    """Drop the box checks and request listings this process keeps (pure functions of their
+    arguments, so keeping them never changes an answer; the next proof starts from none)."""
     _box_check.cache_clear()
+    _ordered_request.cache_clear()
 
 
 def prove_copy(shape, src_strides, dst_strides, esize: int, walks: list[Walk]) -> Proof:
@@ -248,21 +249,31 @@ def _check_by_enumeration(shape, src_strides, dst_strides, walks: list[Walk], un
     the request's pairs, each once, and no two walk points write one dst element."""
     import numpy as np
 
-    req = _points(zip(shape, src_strides, dst_strides))
     parts = []
     for w in walks:
         p, per = w.piece, w.piece.eb // unit
         dims = [(n, s * per, d * per) for n, s, d in p.dims] + [(per, 1, 1)]
         parts.append(_points(dims, p.src_offset // unit, p.dst_offset // unit))
     plan = np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
-    injective = len(np.unique(plan[:, 1])) == len(plan)
+    dst = np.sort(plan[:, 1])
+    injective = not bool((dst[1:] == dst[:-1]).any())  # (np.unique took as long again as the sort)
+    req = _ordered_request(tuple(shape), tuple(src_strides), tuple(dst_strides))
     if len(plan) != len(req):
         return False, injective
+    return bool((req == _ordered(plan)).all()), injective
 
-    def ordered(pairs):
-        return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
 
-    return bool((ordered(req) == ordered(plan)).all()), injective
+def _ordered(pairs):
+    import numpy as np
+
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+@functools.lru_cache(maxsize=2)
+def _ordered_request(shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...]):
+    """The request's (src, dst) pairs, sorted: one listing for all of its candidates (up to
+    ENUMERATION_LIMIT pairs each; two requests' kept)."""
+    return _ordered(_points(zip(shape, src_strides, dst_strides)))
 
 
 def prove_gather(src_shape, src_strides, axis: int, unit: int, count: int, esize: int,
