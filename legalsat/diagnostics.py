@@ -213,8 +213,8 @@ class Code(Enum):
     PLANNING_DEADLINE = ("planning_deadline", Category.LIMIT, "the request's time budget was spent before this "
                          "candidate was solved", "raise options.timeout_ms, or lower options.max_plans")
     NOT_REACHED = ("not_reached", Category.LIMIT, "saturation stopped at a limit before it found this strategy's "
-                   "formulation", "raise options.timeout_ms or options.node_limit (the response's "
-                   "egraph.stop_reason says which limit)")
+                   "formulation", "raise the limit the response's egraph.stop_reason names: options.timeout_ms "
+                   "or options.node_limit (an iteration_limit is the planner's own bound)")
     PROOF = ("proof", Category.INTERNAL, "the plan's element map is not the request's",
              "report this request to the legalsat maintainers: it is a planner bug")
 

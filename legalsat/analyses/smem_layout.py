@@ -93,8 +93,8 @@ def _units(x: TileAccess, target: Target) -> tuple[int, np.ndarray]:
     lanes = target.banks.lanes
     width = _check(x, lanes)
     t = x.tile
-    # the swizzle is a function of the shared-memory address (Swizzle.apply), whatever the row
-    # pitch: TMA's 32B and 64B swizzles write rows of 32 and 64 bytes, which a 128-byte rule refused
+    # the tile within one block's shared memory, as the raw form's offsets are (any row pitch
+    # goes: the swizzle is a function of the address, Swizzle.apply)
     footprint = (t.rows - 1) * t.row_pitch_bytes + t.cols * t.dtype.storage_bits // 8
     if footprint > target.smem_per_block_bytes:
         raise _problem(f"the tile takes {footprint} bytes of shared memory ({t.rows} rows at a {t.row_pitch_bytes}-byte "

@@ -30,7 +30,7 @@ from legalsat.planner.rank import (
     longest_program_us,
 )
 from legalsat.planner.request import PlanRequest
-from legalsat.planner.rules.strategies import GROUP_SORT_LAUNCHES, INSPECTOR_LAUNCHES
+from legalsat.planner.rules.strategies import GROUP_SORT_EFFICIENCY, GROUP_SORT_LAUNCHES, INSPECTOR_LAUNCHES
 from legalsat.planner.solve import (
     INDEX_MAJOR_BLOCK_BYTES,
     INDEX_MAJOR_ENTRIES,
@@ -103,6 +103,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
     eff = p.cost.bytes_moved / (bw_us * 1e-6 * c.copy_bandwidth_gbps * 1e9) if bw_us > 0 else None
     core = p.pieces[0] if p.pieces else None
     facts: list[str] = []
+    elementwise = None  # the side a direct plan reads or writes element by element, if one
     if core is not None:
         loads, stores = core.vector_bytes, core.store_vector_bytes or core.vector_bytes
         facts.append(f"{loads}-byte loads, {stores}-byte stores (the target's table: {loads}-byte accesses run at "
@@ -112,6 +113,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
             inner = core.dims[-1]  # a direct piece walks its dims in order, the last innermost
             scattered = [side for side, st in (("src", inner.src_stride), ("dst", inner.dst_stride)) if st != 1]
             if p.strategy == Strategy.DIRECT and scattered and len(scattered) < 2 and core.element_bytes < SECTOR:
+                elementwise = scattered[0]
                 facts.append(f"the {scattered[0]} side is accessed element by element across its rows: each "
                              f"{core.element_bytes}-byte access uses {core.element_bytes}/{SECTOR} of a 32-byte sector "
                              f"(the target's element-wise efficiency: {c.scatter / 10:.0f}%)")
@@ -156,8 +158,8 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         headline = f"{word}: {charged} launch(es) are {launch_us:.2f} of its {us:.2f} us"
     else:
         what = facts[0].split(" (")[0] if core is not None else "its accesses"
-        if core is not None and core.dims and "element by element" in facts[1]:
-            what += f", the {facts[1].split(' side')[0][4:]} side element by element"
+        if elementwise is not None:
+            what += f", the {elementwise} side element by element"
         if p.smem is not None and p.strategy in (Strategy.STAGED_SMEM, Strategy.TMA):
             what += f", {conflict} shared memory"
         if p.gather is not None and p.gather.inspector is not None:
@@ -198,7 +200,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
     elif eff is not None:
         sort = (f" + sorting the slots by group {sort_us:.2f} us ({GROUP_SORT_LAUNCHES} launches, "
                 f"{_fmt_bytes(p.gather.index_count * c.sort_bytes_per_slot)} of keys and values read and written "
-                "at 50%)" if sort_us else "")
+                f"at {GROUP_SORT_EFFICIENCY / 10:.0f}%)" if sort_us else "")
         estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us{sort} + {_fmt_bytes(p.cost.bytes_moved)} "
                     f"read and written at {c.copy_bandwidth_gbps} GB/s x {eff:.0%}")
     else:
@@ -213,13 +215,13 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
 def _group_sort_us(req: PlanRequest, p: Plan) -> float:
     """What a direct gather's estimate charges to sort grouped (MoE) slots by group first (the
     `gather-sorted-by-group` rule: GROUP_SORT_LAUNCHES launches and `sort_bytes_per_slot` bytes
-    a slot read and written at half the copy bandwidth); 0 for other plans."""
+    a slot read and written at GROUP_SORT_EFFICIENCY of the copy bandwidth); 0 for other plans."""
     m = req.movement
     if p.strategy != Strategy.DIRECT or p.gather is None or not isinstance(m, Gather) or not m.index.groups:
         return 0.0
     c = req.target.cost
-    return (GROUP_SORT_LAUNCHES * c.launch_ns + 4 * p.gather.index_count * c.sort_bytes_per_slot
-            / c.copy_bandwidth_gbps) / 1000
+    moved = 2 * p.gather.index_count * c.sort_bytes_per_slot  # read and written
+    return (GROUP_SORT_LAUNCHES * c.launch_ns + moved * 1000 / (GROUP_SORT_EFFICIENCY * c.copy_bandwidth_gbps)) / 1000
 
 
 def _walk_cost(req: PlanRequest, p: Plan) -> WalkCost | None:

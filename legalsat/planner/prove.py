@@ -138,8 +138,8 @@ def _decoder(shape, strides, addr: str) -> list[str] | None:
 
 def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit: int,
                        params: list[str], pcons: list[str]) -> tuple[bool, bool, int] | None:
-    """Equal-and-injective check without existentials: decode each walk point's dst offset
-    into a request index i (quasi-affine), and require (a) i in bounds, (b) the request's
+    """Equal-and-injective check without existentials: decode each walk point's offset on a
+    side whose layout nests (dst, else src) into a request index i (quasi-affine), and require (a) i in bounds, (b) the request's
     src and dst offsets at i equal the walk's, for every walk point; (c) the walk injective;
     (d) as many walk points as request elements. Then the walk is a bijection onto the
     request's index set that moves every element to the right place.
@@ -165,8 +165,8 @@ def _check_by_decoding(shape, src_strides, dst_strides, walks: list[Walk], unit:
 @functools.lru_cache(maxsize=4096)
 def _box_check(shape: tuple[int, ...], src_strides: tuple[int, ...], dst_strides: tuple[int, ...], piece: Region,
                unit: int, params: tuple[str, ...], pcons: tuple[str, ...]) -> tuple[bool, bool] | None:
-    """(a)-(c) of `_check_by_decoding` for the box of one piece (None: the dst layout is not
-    nested); a pure function of its arguments, so kept."""
+    """(a)-(c) of `_check_by_decoding` for the box of one piece (None: neither side's layout
+    nests); a pure function of its arguments, so kept."""
     vars_, bounds, src_x, dst_x = _walk(Walk(piece, linear=piece.elems), "p", unit)
     # offsets shared by the request and the plan (a gather's j / r bases) cancel. The index
     # is decoded from the dst offset, or where dst's dims interleave (strides that do not

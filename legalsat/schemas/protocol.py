@@ -80,7 +80,7 @@ Count = Annotated[StrictInt, Field(ge=-MAX_TRIP, le=MAX_TRIP)] | Literal["N"] | 
 # 2.5e8: 1-2 s of verification on the 2-core development machine at the bound
 # (`python -m benchmarks.bench_protocol_verify --bound`, benchmarks/RESULTS.md).
 MAX_VERIFY_WORK = 250_000_000
-MAX_TRIP_COUNTS = 4096  # trip counts checked when none is declared (2 x the lcm of the stage counts)
+MAX_TRIP_COUNTS = 4096  # trip counts checked when none is declared (legalsat.protocols.verify.trip_count_range)
 
 
 class OpIn(Strict):

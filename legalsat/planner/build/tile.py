@@ -317,7 +317,7 @@ class WalkCost:
     fixed_us: float
     read_bytes: int
     efficiency: int  # permille of the copy bandwidth
-    fact: str  # the cost fact it comes from
+    fact: str  # where the efficiency comes from, in words
     bandwidth_us: float
     latency_us: float
 

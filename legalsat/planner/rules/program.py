@@ -12,7 +12,12 @@ from legalsat.analyses.tile_layouts import best_staged_ways
 from legalsat.planner.rules.analysis import ANALYSIS
 from legalsat.planner.rules.language import LANGUAGE
 from legalsat.planner.rules.layout import LAYOUT, PADDING
-from legalsat.planner.rules.strategies import GROUP_SORT_LAUNCHES, INSPECTOR_LAUNCHES, STRATEGIES
+from legalsat.planner.rules.strategies import (
+    GROUP_SORT_EFFICIENCY,
+    GROUP_SORT_LAUNCHES,
+    INSPECTOR_LAUNCHES,
+    STRATEGIES,
+)
 from legalsat.targets import CostFact, Target
 from legalsat.terms.integers import lowbit
 from legalsat.terms.movement import (
@@ -39,7 +44,8 @@ def placeholders(target: Target) -> dict[str, int]:
     values.update({f"eff_{f.name.lower()}": int(f) for f in CostFact})
     values.update(launch_ps=c.launch_ns * 1000, bandwidth=c.copy_bandwidth_gbps,
                   row_overhead=c.row_overhead_bytes, sort_bytes=c.sort_bytes_per_slot,
-                  inspector_launches=INSPECTOR_LAUNCHES, sort_launches=GROUP_SORT_LAUNCHES)
+                  inspector_launches=INSPECTOR_LAUNCHES, sort_launches=GROUP_SORT_LAUNCHES,
+                  sort_eff=GROUP_SORT_EFFICIENCY)
     return values
 
 

@@ -13,8 +13,8 @@ Placeholders (filled by legalsat.planner.rules.program): `{direct}` ... `{inspec
 are Strategy codes, `{warp_local}` a Distribution code, `{eff_tma}` ... `{eff_scatter}`
 CostFact keys of the `Eff` table (`eff_scatter`: element-wise access); `{launch_ps}`,
 `{bandwidth}` (GB/s), `{row_overhead}` and `{sort_bytes}` (bytes) come from the target's
-CostFacts; `{inspector_launches}` and `{sort_launches}` are INSPECTOR_LAUNCHES and
-GROUP_SORT_LAUNCHES.
+CostFacts; `{inspector_launches}`, `{sort_launches}` and `{sort_eff}` are INSPECTOR_LAUNCHES,
+GROUP_SORT_LAUNCHES and GROUP_SORT_EFFICIENCY.
 """
 
 # launches an inspector-executor's estimate charges: fewer than it makes (three or four passes
@@ -23,8 +23,10 @@ GROUP_SORT_LAUNCHES.
 # measured 29.4 us against the inspector-executor's 10.9 (device time on the H100,
 # benchmarks/launch_bound_sweep_cudagraph.json), and `inspector` refits to another value.
 INSPECTOR_LAUNCHES = 3
-# launches of the device radix sort that orders a direct gather's grouped (MoE) slots first
+# launches of the device radix sort that orders a direct gather's grouped (MoE) slots first,
+# and the share of copy bandwidth (per mille) its keys and values move at, read and written
 GROUP_SORT_LAUNCHES = 4
+GROUP_SORT_EFFICIENCY = 500
 
 STRATEGIES = """
 (ruleset strategy)
@@ -65,7 +67,7 @@ STRATEGIES = """
 ; launches and {sort_bytes} bytes of keys and values per slot); other gathers sort nothing
 (rule ((= p (Lower m)) (= m (Gath c k s))) ((set (SortPs m) 0)) :ruleset strategy :name "gather-unsorted")
 (rule ((= p (Lower m)) (= m (Gath c k s)) (Groups g))
-      ((set (SortPs m) (+ (* {sort_launches} {launch_ps}) (/ (* (* c {sort_bytes}) 2000000) (* {bandwidth} 500)))))
+      ((set (SortPs m) (+ (* {sort_launches} {launch_ps}) (/ (* (* c {sort_bytes}) 2000000) (* {bandwidth} {sort_eff})))))
       :ruleset strategy
       :name "gather-sorted-by-group")
 (rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)) (= z (SortPs m)))
