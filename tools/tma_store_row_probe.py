@@ -35,8 +35,8 @@ def main(path: str) -> int:
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     dtypes = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
     tl_dtypes = {1: tl.int8, 2: tl.int16, 4: tl.int32, 8: tl.int64}
-    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__,
-           "cases": []}
+    out = {"device": torch.cuda.get_device_name(), "driver": driver_version(), "torch": torch.__version__,
+           "triton": triton.__version__, "cases": []}
     for es, rows, cols, pitch, br, bc in CASES:
         buf = torch.full((rows * pitch,), -1, dtype=dtypes[es], device="cuda")
         store_boxes[(triton.cdiv(rows, br), triton.cdiv(cols, bc))](
@@ -51,6 +51,17 @@ def main(path: str) -> int:
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
     return 0
+
+
+def driver_version() -> str | None:
+    """The NVIDIA driver's version, as nvidia-smi reports it (None without one)."""
+    import subprocess
+
+    try:
+        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
+                              text=True, timeout=30).stdout.split()[0]
+    except (OSError, IndexError, subprocess.SubprocessError):
+        return None
 
 
 if __name__ == "__main__":
