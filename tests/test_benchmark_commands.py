@@ -36,3 +36,20 @@ def test_each_gpu_benchmark_answers_a_wrong_command_with_its_usage(module):
                        text=True, timeout=120)
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert f"usage: python -m benchmarks.{module} run" in r.stderr and f"benchmarks.{module} plan" in r.stderr
+
+
+def test_the_gpu_plan_check_recorded_every_plan_of_its_corpus_bit_exact():
+    """benchmarks/gpu_plan_check.json is `python -m tools.gpu_plan_check run` over the committed
+    corpus on the H100: one count per plan run, none faulting or differing."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    recorded = json.loads((root / "benchmarks" / "gpu_plan_check.json").read_text())
+    corpus = (root / "benchmarks" / "gpu_plan_check_requests.jsonl").read_text().splitlines()
+    assert recorded["requests"] == len(corpus) == 390
+    assert not recorded["faults"] and not recorded["differing"]
+    assert all(key.endswith(" exact") for key in recorded["counts"]) and sum(recorded["counts"].values()) == 1185
+    r = subprocess.run([sys.executable, "-m", "tools.gpu_plan_check", "no-such-command"], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "usage:" in r.stderr

@@ -1,7 +1,7 @@
 """Every plan of a fixed corpus of requests, run on the GPU and compared bit for bit with PyTorch.
 
-    python tools/gpu_plan_check.py plan benchmarks/gpu_plan_check_requests.jsonl RESPONSES.jsonl   # here
-    python tools/gpu_plan_check.py run RESPONSES.jsonl OUT_DIR                                       # GPU machine
+    python -m tools.gpu_plan_check plan benchmarks/gpu_plan_check_requests.jsonl RESPONSES.jsonl   # here
+    python -m tools.gpu_plan_check run RESPONSES.jsonl OUT_DIR                                       # GPU machine
 
 The corpus (benchmarks/gpu_plan_check_requests.jsonl): 390 requests drawn from a random-request
 fuzzer's logs (170 copies, 90 gathers, 130 tile loads; odd extents, padded pitches, broadcast
@@ -91,7 +91,8 @@ def run(responses: str, out_dir: str) -> int:
     start, faults, t0 = 0, [], time.time()
     env = {**os.environ, "CUDA_LAUNCH_BLOCKING": "1"}
     while start < total:
-        done = subprocess.run([sys.executable, __file__, "_child", responses, out_dir, str(start)], env=env,
+        done = subprocess.run([sys.executable, "-m", "tools.gpu_plan_check", "_child", responses, out_dir, str(start)],
+                              env=env,
                               capture_output=True, text=True)
         progress = os.path.join(out_dir, "progress.json")
         if done.returncode == 0:
@@ -138,8 +139,28 @@ def run(responses: str, out_dir: str) -> int:
     return 0
 
 
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m tools.gpu_plan_check", description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("plan", help="plan the corpus here (the GPU machine has no planner)")
+    p.add_argument("requests")
+    p.add_argument("responses")
+    r = sub.add_parser("run", help="run every plan on the GPU")
+    r.add_argument("responses")
+    r.add_argument("out_dir")
+    c = sub.add_parser("_child")  # one run of `run`, from a request on
+    c.add_argument("responses")
+    c.add_argument("out_dir")
+    c.add_argument("start", type=int)
+    a = ap.parse_args(argv)
+    if a.command == "plan":
+        return plan(a.requests, a.responses)
+    if a.command == "run":
+        return run(a.responses, a.out_dir)
+    return _child(a.responses, a.out_dir, a.start)
+
+
 if __name__ == "__main__":
-    cmd, *args = sys.argv[1:]
-    if cmd == "_child":
-        raise SystemExit(_child(args[0], args[1], int(args[2])))
-    raise SystemExit({"plan": plan, "run": run}[cmd](*args))
+    raise SystemExit(main())
