@@ -282,7 +282,6 @@ def _run_stream(args: argparse.Namespace) -> int:
     settings = _settings({"target": "--target", "workers": "--workers"}, args.command != "verify-pipeline",
                          target=args.target, workers=args.workers)
     handler, shape_error = _STREAMS[args.command]
-    handler(settings.target)  # fail fast on a bad target, before reading any input
     out = _BatchOutput(sys.stdout.buffer, _ANALYSIS_ERROR_LINE)
     with _open_input(args.file) as f:
         run_stream(f, out, functools.partial(_stream_chunk, args.command, settings.target, settings.max_body_bytes),
