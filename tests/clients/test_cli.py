@@ -349,6 +349,24 @@ def test_emit_names_what_an_edited_plan_got_wrong(tmp_path, edit, field):
     assert r.returncode == 2 and b"--plan" in r.stderr
 
 
+def test_emit_says_when_the_gluon_variant_asked_for_is_not_what_it_prints(tmp_path):
+    """A direct plan has no Gluon form: `--variant gluon` prints its tl kernel and says so on
+    stderr (it printed the tl source without a word)."""
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import view
+
+    plan = optimize({"op": {"kind": "copy", "src": view("float32", (64, 64)), "dst": view("float32", (64, 64))},
+                     "options": {"max_plans": 1}})["plans"][0]
+    assert plan["strategy"] != "tma"
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    for quiet in ((), ("--quiet",)):
+        r = run_cli("emit", str(tmp_path / "plan.json"), "--variant", "gluon", *quiet)
+        assert r.returncode == 0 and b"import triton.language as tl" in r.stdout, r.stderr
+        assert b"no Gluon form" in r.stderr and b"tl kernel" in r.stderr, r.stderr
+    r = run_cli("emit", str(tmp_path / "plan.json"), "--quiet")
+    assert r.returncode == 0 and r.stderr == b""
+
+
 def test_ctrl_c_stops_a_batch_cleanly_every_time(tmp_path):
     """SIGINT to the whole process group (a terminal's Ctrl-C): the workers leave it to the
     parent, which stops them; a worker interrupted inside the pool's queue used to hang it."""
