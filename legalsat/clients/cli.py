@@ -461,7 +461,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _emit(args: argparse.Namespace) -> int:
-    from legalsat.kernels import emit, select_plan
+    from legalsat.kernels import emit, fields_as_passed, select_plan
     from legalsat.schemas.base import load_json
 
     limit = _settings({}, uses_target=False).max_body_bytes
@@ -476,7 +476,8 @@ def _emit(args: argparse.Namespace) -> int:
         raise Code.INVALID_INPUT.error(f"--plan {args.plan} picks a plan of a response, but {args.file} holds one plan",
                                        "leave out --plan, or pass the whole optimize response", "--plan")
     plan, _ = select_plan(obj, args.plan)
-    emitted = emit(plan, args.variant)
+    with fields_as_passed(obj, args.plan):
+        emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)
     if emitted.variant != args.variant:  # asked for Gluon, given tl: said even with --quiet
         print(f"# the plan's {emitted.strategy} pieces have no Gluon form (Gluon kernels are emitted for TMA "

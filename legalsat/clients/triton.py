@@ -15,7 +15,6 @@ plan assumed, and raises InputError naming the argument otherwise.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import importlib.util
 import inspect
@@ -30,7 +29,7 @@ from pathlib import Path
 import torch
 
 from legalsat.diagnostics import Code, InputError
-from legalsat.kernels import default_variant, emit, select_plan
+from legalsat.kernels import default_variant, emit, fields_as_passed, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
@@ -609,33 +608,17 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     sm90 GPU, tl otherwise).
     Raises InputError naming the plan field when the plan cannot become a kernel."""
     p, op = select_plan(plan, plan_index)
-    op = _relaid_out(op, p)
-    if variant == "auto":
-        variant = default_variant(p, _on_sm90())
-    elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted
-        where = "Triton's interpreter (TRITON_INTERPRET=1)" if os.environ.get("TRITON_INTERPRET") == "1" else \
-            "a machine without an sm90 GPU"
-        raise plan_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
-                         'use variant="tl" (or "auto"), or run on an H100/H200')
-    try:
+    with fields_as_passed(plan, plan_index):
+        op = _relaid_out(op, p)
+        if variant == "auto":
+            variant = default_variant(p, _on_sm90())
+        elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted
+            where = "Triton's interpreter (TRITON_INTERPRET=1)" if os.environ.get("TRITON_INTERPRET") == "1" else \
+                "a machine without an sm90 GPU"
+            raise plan_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
+                             'use variant="tl" (or "auto"), or run on an H100/H200')
         emitted = emit(p, variant)
         return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op)
-    except InputError as e:
-        if isinstance(plan, dict) and "plans" in plan:  # a response's plan: its fields under plans[N]
-            raise _under(e, f"plans[{plan_index}].") from None
-        raise
-
-
-# fields of a call or a response, not of the plan within it
-_NOT_PLAN_FIELDS = ("term", "variant", "plan_index", "plans", "arguments")
-
-
-def _under(err: InputError, prefix: str) -> InputError:
-    """`err` with each plan field's path put under `prefix` (pieces[0].tile ->
-    plans[1].pieces[0].tile), so that it names the field of the response that was passed."""
-    details = [dataclasses.replace(d, field=prefix + d.field) if d.field and not d.field.startswith(
-        _NOT_PLAN_FIELDS) else d for d in err.details]
-    return InputError(details)
 
 
 __all__ = ["Kernel", "TileKernel", "build_kernel", "load_module", "matmul", "words"]

@@ -15,6 +15,9 @@ The kernels depend on the term language and the plan schema only, never on the p
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from collections.abc import Iterator
 from math import prod
 
 from pydantic import ValidationError
@@ -55,6 +58,27 @@ def validate_plan(obj: object, where: tuple[str | int, ...] = ()) -> PlanOut:
         errors = [{**x, "loc": (*where, *x["loc"])} for x in e.errors(include_url=False)]
         raise InputError([plan_error(d.field or field_path(where) or "plan", d.message).headline
                           for d in details_from_validation(errors)]) from None
+
+
+# fields of a call or of the response around a plan, not of the plan: named as they are
+_NOT_PLAN_FIELDS = ("term", "variant", "plan_index", "plans", "arguments", "error")
+
+
+@contextlib.contextmanager
+def fields_as_passed(obj: object, plan_index: int) -> Iterator[None]:
+    """InputErrors raised inside name the plan's fields where `obj` holds them: under
+    `plans[N].` when `obj` is a whole optimize response (pieces[0].tile -> plans[1].pieces[0].tile),
+    unchanged when it is one plan. For the checks after `select_plan` (`emit`, the client's
+    relayout and kernel), which see the plan alone."""
+    try:
+        yield
+    except InputError as e:
+        if not (isinstance(obj, OptimizeResponse) or isinstance(obj, dict) and "plans" in obj):
+            raise
+        prefix = f"plans[{plan_index}]."
+        raise InputError([dataclasses.replace(d, field=prefix + d.field)
+                          if d.field and not d.field.startswith(_NOT_PLAN_FIELDS) else d
+                          for d in e.details]) from None
 
 
 def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, dict | None]:

@@ -367,6 +367,23 @@ def test_emit_says_when_the_gluon_variant_asked_for_is_not_what_it_prints(tmp_pa
     assert r.returncode == 0 and r.stderr == b""
 
 
+def test_emit_names_a_responses_plan_field_under_its_plan(tmp_path):
+    """A check of emit after validation named pieces where the file's field is plans[N].pieces."""
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import view
+
+    resp = optimize({"op": {"kind": "copy", "src": view("float32", (64, 64)), "dst": view("float32", (64, 64), (1, 64))},
+                     "options": {"max_plans": 2}})
+    last = len(resp["plans"]) - 1
+    resp["plans"][last]["pieces"][0]["dims"][0]["extent"] = 32
+    (tmp_path / "resp.json").write_text(json.dumps(resp))
+    r = run_cli("emit", str(tmp_path / "resp.json"), "--plan", str(last))
+    assert r.returncode == 2 and f"plans[{last}].pieces".encode() in r.stderr, r.stderr
+    (tmp_path / "plan.json").write_text(json.dumps(resp["plans"][last]))
+    r = run_cli("emit", str(tmp_path / "plan.json"))  # one plan: its own field names
+    assert r.returncode == 2 and b"pieces" in r.stderr and b"plans[" not in r.stderr, r.stderr
+
+
 def test_ctrl_c_stops_a_batch_cleanly_every_time(tmp_path):
     """SIGINT to the whole process group (a terminal's Ctrl-C): the workers leave it to the
     parent, which stops them; a worker interrupted inside the pool's queue used to hang it."""

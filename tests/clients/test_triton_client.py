@@ -358,3 +358,29 @@ def test_a_responses_plan_field_is_named_under_its_plan(client):
     with pytest.raises(InputError) as e:  # the response's own fields stay as they are
         build_kernel({**edited, "term": edited["term"].replace("bfloat16", "bfloat99")}, variant="tl")
     assert e.value.headline.field == "term"
+
+
+def test_a_responses_relayout_and_a_response_model_name_their_plan(client):
+    """The relayout check and a response passed as the OptimizeResponse model named the plan's
+    field alone (relayout[0], pieces) where the response's field is plans[N].relayout[0]."""
+    import copy
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+    from legalsat.schemas.plan import OptimizeResponse
+
+    src_v = {"dtype": "bfloat16", "shape": [1, 48, 23, 2, 1], "strides": [2256, 47, 2, 1, 1000], "base_align": 16}
+    dst_v = {"dtype": "bfloat16", "shape": [1, 48, 23, 2, 1], "strides": [0, 46, 2, 1, 1], "base_align": 16}
+    resp = optimize({"op": {"kind": "copy", "src": src_v, "dst": dst_v},
+                     "options": {"max_plans": 3, "allow_padding": True}})
+    i = next(i for i, p in enumerate(resp["plans"]) if p.get("relayout"))
+    resp["plans"][i]["relayout"][0]["old_stride_bytes"] += 2
+    with pytest.raises(InputError) as e:
+        build_kernel(resp, plan_index=i, variant="tl")
+    assert e.value.headline.field == f"plans[{i}].relayout[0]" and "pitch" in e.value.headline.message
+    edited = copy.deepcopy(optimize(COPY))
+    edited["plans"][0]["pieces"][0]["dims"][0]["extent"] = 32
+    with pytest.raises(InputError) as e:
+        build_kernel(OptimizeResponse.model_validate(edited), variant="tl")
+    assert e.value.headline.field == "plans[0].pieces"
