@@ -37,6 +37,7 @@ class OpKind(StrEnum):
 
 BARRIER_OPS = frozenset({OpKind.INIT, OpKind.EXPECT_TX, OpKind.ARRIVE, OpKind.TMA_LOAD,
                          OpKind.WAIT, OpKind.RELEASE, OpKind.INVALIDATE})
+# release names the buffer it hands back as a label (synth writes it): the refill is ordered through its barrier
 BUFFER_OPS = frozenset({OpKind.TMA_LOAD, OpKind.CONSUME, OpKind.RELEASE, OpKind.GENERIC_WRITE,
                         OpKind.TMA_STORE})
 

@@ -90,7 +90,9 @@ class OpIn(Strict):
         description="the operation: init, expect_tx, arrive, tma_load, wait, consume, release, generic_write, "
                     "fence_proxy_async, tma_store, commit_group, wait_group, invalidate")
     bar: Name | SlotIn | None = Field(None, description="the mbarrier element it acts on")
-    buffer: Name | SlotIn | None = Field(None, description="the shared-memory buffer element it reads or writes")
+    buffer: Name | SlotIn | None = Field(None, description="the shared-memory buffer element it reads or writes; "
+                                         "for release, the one it hands back (a label: the verifier orders the "
+                                         "refill through the barrier)")
     bytes: Annotated[StrictInt, Field(ge=0, le=1 << 32)] = Field(
         0, description="bytes announced (expect_tx) or moved (tma_load, tma_store)")
     phase: ParityIn | None = Field(None, description="the parity a wait expects")
