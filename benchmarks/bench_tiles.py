@@ -5,6 +5,8 @@ timed against the plan's estimate.
     python -m benchmarks.bench_tiles plan     # CPU: plan every tile workload -> benchmarks/tile_{,suite_}plans.json
     python -m benchmarks.bench_tiles run      # GPU: compile, check, time -> $OUT/tile_results.json
     python -m benchmarks.bench_tiles run-suite  # GPU: the public suites' tiles, checked -> $OUT/tile_suite_results.json
+    python -m benchmarks.bench_tiles plan-boxes  # CPU: tiles of 1 to 25 boxes a stage -> benchmarks/tile_box_plans.json
+    python -m benchmarks.bench_tiles run-boxes  # GPU: their walks, timed -> $OUT/tile_box_results.json
     python -m benchmarks.bench_tiles report tile_results.json   # CPU: the table
     python -m benchmarks.bench_tiles calibrate tile_results.json   # CPU: fit the walk's cost facts
 
@@ -29,6 +31,7 @@ from benchmarks.commands import run_command
 HERE = Path(__file__).resolve().parent
 PLANS = HERE / "tile_plans.json"
 SUITE_PLANS = HERE / "tile_suite_plans.json"  # the tile loads of CuTe's and Triton's own tests
+BOX_PLANS = HERE / "tile_box_plans.json"  # one tensor, tiles of 1 to 25 TMA boxes a stage
 REPEATS = 5
 
 
@@ -53,6 +56,14 @@ def plan() -> None:
             out = dict(pool.map(_plan_one, items, chunksize=4))
             path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
             print(f"planned {len(out)} tile loads into {path}")
+
+
+def plan_boxes() -> None:
+    from legalsat.testing.tile_workloads import box_count_workloads
+
+    out = dict(map(_plan_one, box_count_workloads()))
+    BOX_PLANS.write_text(json.dumps(out, separators=(",", ":")) + "\n")
+    print(f"planned {len(out)} tile loads into {BOX_PLANS}")
 
 
 # ---------------------------------------------------------------- run (GPU)
@@ -301,5 +312,7 @@ if __name__ == "__main__":
         "run": lambda only=None: run(out, only), "plan": plan,
         # the public suites' tiles: checked, not timed
         "run-suite": lambda: run(out, None, SUITE_PLANS, timing=False, results_name="tile_suite_results.json"),
+        "plan-boxes": plan_boxes,
+        "run-boxes": lambda: run(out, None, BOX_PLANS, results_name="tile_box_results.json"),
         "report": lambda results: print(table(json.loads(Path(results).read_text()))),
         "calibrate": lambda results: calibrate(Path(results))})

@@ -167,6 +167,19 @@ def tile_workloads() -> list[tuple[str, dict]]:
     return out
 
 
+def box_count_workloads() -> list[tuple[str, dict]]:
+    """One tensor each, tiles of 1 to 25 TMA boxes per stage (a tile extent that is not a power
+    of two is cut into boxes of its largest power-of-two divisor): what a box per stage costs
+    (benchmarks/bench_tiles.py run-boxes)."""
+    out = []
+    for t in (64, 128, 136, 144, 160, 176, 192, 200, 224, 240, 256):
+        out.append(_req(f"rows [1048576,64] bf16 tile {t}x64", "bfloat16", (1048576, 64), (t, 64), {"kind": "rows"}))
+    for t in (128, 144, 176, 192, 256):  # an attention K tile of head dim 128, as FA3 sizes kBlockN
+        out.append(_req(f"wgmma_b K-major [524288,128] bf16 tile {t}x128", "bfloat16", (524288, 128), (t, 128),
+                        {"kind": "wgmma_b", "major": "k"}))
+    return [(name, {**req, "options": {"max_plans": 1}}) for name, req in out]
+
+
 def tensor_bytes(req: dict) -> int:
     from legalsat.terms.dtypes import ELEMENT_TYPES
 
