@@ -9,7 +9,6 @@ InputError naming the field and how to fix it.
 
 from __future__ import annotations
 
-import difflib
 from math import prod
 from typing import Annotated, Literal
 
@@ -28,7 +27,13 @@ from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict, json_input, shown_int
-from legalsat.schemas.validation import details_from_validation, json_kind, naming_other_input
+from legalsat.schemas.validation import (
+    details_from_validation,
+    dtype_did_you_mean,
+    json_kind,
+    naming_other_input,
+    shown,
+)
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import cdiv, span
@@ -162,10 +167,8 @@ def _bad(field: str | None, message: str, fix: str) -> InputError:
 
 def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
     if v.dtype not in ELEMENT_TYPES:
-        close = difflib.get_close_matches(v.dtype, list(ELEMENT_TYPES), n=1)
-        raise _bad(f"{field}.dtype", f"{field}.dtype: unknown dtype {v.dtype!r}"
-                   + (f"; did you mean {close[0]!r}?" if close else ""),
-                   f"use one of: {', '.join(MOVABLE_DTYPES)}")
+        raise _bad(f"{field}.dtype", f"{field}.dtype: unknown dtype {shown(v.dtype)}"
+                   + dtype_did_you_mean(v.dtype, list(MOVABLE_DTYPES)), f"use one of: {', '.join(MOVABLE_DTYPES)}")
     if ELEMENT_TYPES[v.dtype].packed:
         raise _bad(f"{field}.dtype", f"{field}.dtype: {v.dtype} is a packed sub-byte format; "
                    "the planner moves whole bytes", "describe the data as uint8 (bytes) instead")

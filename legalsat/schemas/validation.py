@@ -11,6 +11,7 @@ from typing import Annotated, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 
 from legalsat.diagnostics import Code, Diagnostic, InputError
+from legalsat.terms.dtypes import ELEMENT_TYPES, dtype_spelled, sub_byte_bits
 
 # how pydantic names a union's member in an error path (not a field of the input): a core
 # schema's name, a plain type's, or a model class's (checked against the models, so that an
@@ -99,6 +100,33 @@ def did_you_mean(word: object, choices: list[str]) -> str:
     folded = [c for c in choices if c.lower() == word.lower()]  # "FLOAT32", "BFloat16": the case alone
     close = folded or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def dtype_did_you_mean(word: object, choices: list[str]) -> str:
+    """`did_you_mean` for an element type: its name where `word` spells it as a framework does
+    (bf16, torch.bfloat16, fp8e4nv), a sub-byte type said to be one (its bytes are uint8: the
+    closest name, uint64 for uint4, would be another width), else the closest of the names of
+    the width `word` names (float8: the fp8 types)."""
+    w = str(word)
+    if len(w) > 64:
+        return ""
+    named = dtype_spelled(w) or (w if w in ELEMENT_TYPES else None)
+    if named in choices:
+        return f"; did you mean {named!r}?"
+    if named in ELEMENT_TYPES and ELEMENT_TYPES[named].moves_as in choices:
+        return f"; did you mean {ELEMENT_TYPES[named].moves_as!r} (what {named} moves as)?"
+    bits = sub_byte_bits(w)
+    if bits is not None:
+        packing = f"[..., n] of them are [..., n / {8 // bits}] uint8" if 8 % bits == 0 else \
+            f"n of them are n * {bits} / 8 bytes"
+        return (f"; its elements are {bits}-bit, narrower than a byte, and a view holds whole elements: "
+                f"describe its bytes as uint8 ({packing})") if "uint8" in choices else ""
+    width = re.search(r"(8|16|32|64)(?![0-9])", w)
+    same = [c for c in choices if width and c in ELEMENT_TYPES and ELEMENT_TYPES[c].storage_bits == int(width[1])]
+    floats = [c for c in same if ELEMENT_TYPES[c].is_float and w.lower().startswith("f")]
+    if len(floats) > 1 and not did_you_mean(w, same):  # fp8: either of two
+        return "; did you mean one of " + ", ".join(map(repr, floats)) + "?"
+    return did_you_mean(w, same) or ("" if same else did_you_mean(w, choices))
 
 
 def shown(value: object, limit: int = 64) -> str:
@@ -201,7 +229,8 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
                 msg, path = f"{where} is {ctx.get('tag')!r}, not one of {ctx.get('expected_tags')}", where
         elif etype == "literal_error":
             choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
-            msg = f"{path}: {shown(e.get('input'))} is not a valid value{did_you_mean(e.get('input'), choices)}"
+            near = (dtype_did_you_mean if loc and loc[-1] == "dtype" else did_you_mean)(e.get("input"), choices)
+            msg = f"{path}: {shown(e.get('input'))} is not a valid value{near}"
         elif path and etype != "value_error":
             msg = f"{path}: {msg}"
         top = str(loc[0]) if loc else ""

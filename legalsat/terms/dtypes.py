@@ -7,6 +7,7 @@ and the driver probe share one source of truth.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -78,6 +79,43 @@ _MOVED_AS_WORDS = (
 DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}  # the driver's data types (descriptors)
 DTYPE_NAMES: tuple[str, ...] = tuple(d.name for d in _TABLE)
 ELEMENT_TYPES: dict[str, DType] = {**DTYPES, **{d.name: d for d in _MOVED_AS_WORDS}}  # what views may hold
+
+
+# Element types as torch, Triton, MLIR, NumPy and CUTLASS spell them (lower-cased, without a
+# module prefix), where legalsat's name is another
+DTYPE_SPELLINGS: dict[str, str] = {
+    "bf16": "bfloat16", "fp16": "float16", "f16": "float16", "half": "float16", "fp32": "float32",
+    "f32": "float32", "float": "float32", "fp64": "float64", "f64": "float64", "double": "float64",
+    "tf32": "tfloat32", "i1": "bool", "int1": "bool", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16",
+    "i32": "int32", "u32": "uint32", "i64": "int64", "u64": "uint64", "char": "int8", "byte": "uint8",
+    "short": "int16", "int": "int32", "long": "int64", "float8_e4m3": "float8_e4m3fn", "e4m3": "float8_e4m3fn",
+    "fp8e4nv": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e4m3fn": "float8_e4m3fn",
+    "f8e4m3fn": "float8_e4m3fn", "float_e4m3_t": "float8_e4m3fn", "e5m2": "float8_e5m2", "fp8e5": "float8_e5m2",
+    "fp8_e5m2": "float8_e5m2", "f8e5m2": "float8_e5m2", "float_e5m2_t": "float8_e5m2", "bfloat16_t": "bfloat16",
+    "half_t": "float16", "tfloat32_t": "tfloat32",
+}
+_MODULE_PREFIX = re.compile(r"^(?:torch|tl|triton\.language|np|numpy|jnp|cutlass|cute)\.")
+# 1- to 7-bit element types (int4, uint4, fp4, float4_e2m1fn_x2, nvfp4, mxfp4, float6_e3m2fn, f4E2M1FN)
+_SUB_BYTE = re.compile(r"^(?:u?int|[iuf]|float|fp|mxfp|nvfp|mxint)([1-7])(?![0-9])|e2m1|e3m2|e2m3")
+
+
+def dtype_spelled(word: str) -> str | None:
+    """legalsat's name of the element type `word` spells another way (bf16, torch.bfloat16,
+    fp8e4nv, f8E4M3FN, BFloat16), or None when it names none."""
+    w = _MODULE_PREFIX.sub("", word.strip().lower())
+    if w in ELEMENT_TYPES:
+        return w if w != word else None
+    return DTYPE_SPELLINGS.get(w)
+
+
+def sub_byte_bits(word: str) -> int | None:
+    """The bits of the element type `word` names when it is narrower than a byte (int4, fp4,
+    float4_e2m1fn_x2: 4; float6_e3m2fn: 6), which no view of whole elements describes (its bytes
+    are uint8); None for any other word."""
+    m = _SUB_BYTE.search(_MODULE_PREFIX.sub("", word.strip().lower()))
+    if m is None:
+        return None
+    return int(m[1]) if m[1] else 4 if m[0] == "e2m1" else 6
 
 
 def dtype(name: str) -> DType:

@@ -295,3 +295,42 @@ def test_another_commands_input_is_named_not_told_to_drop_its_fields(example, co
         with pytest.raises(InputError) as e:
             parse_request(line)
         assert f"legalsat {command}" in e.value.headline.fix, e.value.headline
+
+
+@pytest.mark.parametrize("spelled,says", [
+    ("uint4", "4-bit, narrower than a byte"),  # was "did you mean 'uint64'?": 16 times the width
+    ("int4", "[..., n / 2] uint8"),
+    ("float4_e2m1fn_x2", "describe its bytes as uint8"),  # torch's packed fp4 (was: 'float8_e4m3fn')
+    ("float6_e3m2fn", "6-bit"),
+    ("fp8", "one of 'float8_e4m3fn', 'float8_e5m2'"),
+    ("e4m3", "did you mean 'float8_e4m3fn'?"),  # no suggestion before
+    ("fp8e4nv", "did you mean 'float8_e4m3fn'?"),  # Triton's name
+    ("f8E5M2", "did you mean 'float8_e5m2'?"),  # MLIR's
+    ("torch.bfloat16", "did you mean 'bfloat16'?"),
+    ("half", "did you mean 'float16'?"),
+    ("i1", "did you mean 'bool'?"),
+])
+def test_a_dtype_spelled_as_elsewhere_or_narrower_than_a_byte_is_answered_for_what_it_is(spelled, says):
+    """An unknown dtype's suggestion was difflib's closest name, of any width (uint4 -> uint64,
+    float4_e2m1fn_x2 -> float8_e4m3fn): taking it mis-sizes the view. Framework spellings map to
+    legalsat's names; a sub-byte type is said to be one, with its bytes as uint8."""
+    src = {"dtype": spelled, "shape": [8, 8], "strides": [8, 1]}
+    with pytest.raises(InputError) as e:
+        parse_request({"op": {"kind": "copy", "src": src, "dst": {**src, "strides": [1, 8]}}})
+    assert e.value.headline.field == "op.src.dtype" and says in e.value.headline.message, e.value.headline.message
+    assert "uint64" not in e.value.headline.message and "int64" not in e.value.headline.message
+
+
+def test_a_descriptor_names_what_an_fp8_or_int8_view_moves_as():
+    """A descriptor takes the driver's data types only: float8_e4m3fn and int8 get the one they
+    move as (no suggestion before)."""
+    from legalsat.api import validate_descriptor
+
+    desc = {"rank": 2, "global_address": 1 << 47, "global_dim": [4096, 1024], "global_strides": [4096],
+            "box_dim": [64, 64], "element_strides": [1, 1], "interleave": "none", "swizzle": "64B",
+            "l2_promotion": "128B", "oob_fill": "none"}
+    for name in ("float8_e4m3fn", "int8"):
+        with pytest.raises(InputError) as e:
+            validate_descriptor({**desc, "dtype": name})
+        assert e.value.headline.field == "dtype" and f"did you mean 'uint8' (what {name} moves as)?" in \
+            e.value.headline.message
