@@ -42,6 +42,9 @@ class Code(Enum):
     STRIDES_IN_BYTES = ("strides_in_bytes", Category.WARNING, "a view's strides look like byte counts",
                         "give strides in elements (divide each by the element size); if they are "
                         "elements, ignore this warning")
+    WGMMA_UNREADABLE = ("wgmma_unreadable", Category.WARNING, "the tile lands where the tensor core cannot read it "
+                        "as the consumer asks (the plan loads it; its tile_load.wgmma is null)",
+                        "load a tile the instruction reads, or rearrange it in shared memory before the wgmma")
     INVALID_TERM = ("invalid_term", Category.INPUT, "the movement term cannot be read",
                     'write the term as e.g. "(copy (view bfloat16 (64 64) (64 1) 16) (view ...))"')
     UNKNOWN_TARGET = ("unknown_target", Category.INPUT, "the target is not one legalsat knows",

@@ -107,6 +107,9 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     offered = {c.strategy for c in cands}
     stopped = None if report.stop_reason == StopReason.SATURATED else report.stop_reason.value
     rejected += [Rejected(s, None, tuple(why_not(req, s, stopped))) for s in Strategy if s not in offered]
+    # a wgmma operand the best plan lands where the tensor core cannot read it: said at the top,
+    # not only in its tile_load.note (a client that reads status and strategy would go on)
+    unreadable = tuple(p.tile_load.note for p in plans[:1] if p.tile_load is not None and p.tile_load.note)
     return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
                         "ok" if plans else "infeasible", tuple(plans), tuple(rejected), report, clock.result(),
-                        snapshot, req.warnings)
+                        snapshot, req.warnings + unreadable)

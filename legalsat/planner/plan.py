@@ -183,7 +183,7 @@ class TileLoadPlan:
     read_conflict_ways: float
     wgmma: WgmmaOperand | None
     estimated_us_per_tile: float
-    note: str | None = None
+    note: Diagnostic | None = None  # a wgmma consumer's: why it cannot read the tile (`wgmma_unreadable`)
     extents: tuple[int, ...] = ()
 
 

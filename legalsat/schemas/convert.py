@@ -123,7 +123,8 @@ def tile_load_out(t: TileLoadPlan) -> TileLoadOut:
                        layout=layout, oob_fill=t.oob_fill, folded=list(t.folded), broadcast=list(t.broadcast),
                        extents=list(t.extents) or None,
                        consumer=t.consumer, read_conflict_ways=t.read_conflict_ways, wgmma=wgmma,
-                       estimated_us_per_tile=t.estimated_us_per_tile, **_set(note=t.note))
+                       estimated_us_per_tile=t.estimated_us_per_tile,
+                       **_set(note=t.note.message if t.note else None))
 
 
 def plan_out(p: Plan) -> PlanOut:

@@ -4,6 +4,7 @@ they address every element, and layouts no descriptor addresses are refused."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -124,3 +125,25 @@ def test_every_recorded_wgmma_plan_addresses_its_own_stage():
     todo = cases()
     assert len(todo) >= 150
     assert [c["name"] for c in todo if emulate(c, prepare(c))] == []
+
+
+@pytest.mark.parametrize("dtype,strides,tile,consumer,field", [
+    ("bfloat16", [1, 4096], [128, 64], {"kind": "wgmma_a", "major": "k"}, "op.consumer.major"),
+    ("int8", [1024, 1], [128, 128], {"kind": "wgmma_b"}, "op.src.strides"),  # 8-bit MN-major
+    ("bfloat16", [1, 8192], [64, 200], {"kind": "wgmma_b", "instruction": [64, 64, 16]}, "op.tile"),
+])
+def test_a_wgmma_operand_the_tensor_core_cannot_read_is_a_warning_of_the_response(dtype, strides, tile, consumer,
+                                                                                   field):
+    """Such a tile was planned `ok`, TMA first, with the reason only in tile_load.note: a client
+    reading status and strategy went on to a wgmma that cannot read it. The response now says so
+    in `warnings`, naming the request field and a fix."""
+    shape = [8192, 8192] if tile == [64, 200] else [4096, 4096] if dtype == "bfloat16" else [1024, 1024]
+    resp = legalsat.optimize({"op": {"kind": "load_tile", "src": {"dtype": dtype, "shape": shape, "strides": strides},
+                                     "tile": tile, "consumer": consumer}})
+    note = resp["plans"][0]["tile_load"]["note"]
+    (w,) = [w for w in resp["warnings"] if w["code"] == "wgmma_unreadable"]
+    assert w["field"] == field and w["message"] == note and w["fix"]
+    readable = legalsat.optimize({"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [4096, 4096],
+                                                                      "strides": [4096, 1]},
+                                         "tile": [128, 64], "consumer": {"kind": "wgmma_a"}}})
+    assert not any(w["code"] == "wgmma_unreadable" for w in readable.get("warnings") or [])

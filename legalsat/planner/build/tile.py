@@ -18,7 +18,7 @@ import numpy as np
 
 from legalsat.analyses.tile_layouts import stage_read_ways
 from legalsat.analyses.wgmma import ELEMENTS, K_BITS, base_offset, instruction_ns, operand_fields
-from legalsat.diagnostics import Code
+from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.build.common import checked, pipeline, placeholder_address
 from legalsat.planner.formulation import Formulation
 from legalsat.planner.plan import Dim, KSlice, Piece, SmemLayout, TileBox, TileLoadPlan, WgmmaOperand
@@ -107,7 +107,7 @@ class Choice:
     layout: StageLayout
     read_ways: float
     wgmma: WgmmaOperand | None
-    note: str | None
+    note: Diagnostic | None  # why the consumer's wgmma cannot read this layout
     row_major: bool = True  # the boxes stack in the tile's row-major order
     pow2: bool = True  # every box dim a power of two (what Triton's descriptors take)
 
@@ -131,16 +131,21 @@ def stage_layout(dims: list[WalkDim], box: tuple[int, ...], es: int, swizzle: Sw
                              zip(dims, box, boxes, strides, box_strides)), es, swizzle)
 
 
-def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None, str | None]:
-    """The matrix-descriptor fields of every k-slice of a wgmma operand tile, or why none."""
+def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None, Diagnostic | None]:
+    """The matrix-descriptor fields of every k-slice of a wgmma operand tile, or why none (a
+    `wgmma_unreadable` warning naming the request field behind it)."""
+
+    def unreadable(field: str, message: str, fix: str) -> tuple[None, Diagnostic]:
+        return None, Code.WGMMA_UNREADABLE.at(message, fix, field=field)
+
     spec = m.consumer
     mat = m.matrix()
     is_a = spec.kind is Consumer.WGMMA_A
     element = spec.element or m.src.dtype
     eb = layout.element_bytes
     if element.name not in ELEMENTS:
-        return None, (f"the tensor core reads f16, bf16, tf32, e4m3, e5m2, s8 and u8 operands, not {element.name}: "
-                      "set consumer.element to the type it reads")
+        return unreadable("op.consumer.element", f"the tensor core reads f16, bf16, tf32, e4m3, e5m2, s8 and u8 "
+                          f"operands, not {element.name}", "set consumer.element to the type the instruction reads")
     contiguous = {k for k, mult in layout.dims[0].parts if mult == 1} if layout.dims else set()
     col_major = Major.K if is_a else Major.MN  # which operand dim the matrix's columns are
     if mat.col_dim in contiguous:
@@ -148,35 +153,45 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
     elif mat.row_dims and mat.row_dims[-1] in contiguous:
         major = Major.MN if col_major is Major.K else Major.K
     else:
-        return None, "neither matrix dim is contiguous in shared memory: wgmma cannot read the tile"
+        return unreadable("op.src.strides", "neither matrix dim is contiguous in shared memory: wgmma cannot read "
+                          "the tile", "load the operand from a view whose rows or columns are contiguous")
     if spec.major is not None and spec.major is not major:
-        return None, (f"the tile lands {major.value}-major (a tile load keeps the source's order: its "
-                      f"contiguous dim stays contiguous) but the consumer asked for {spec.major.value}-major")
+        return unreadable("op.consumer.major", f"the tile lands {major.value}-major (a tile load keeps the source's "
+                          f"order: its contiguous dim stays contiguous) but the consumer asked for "
+                          f"{spec.major.value}-major", f"ask for {major.value}-major (or leave major out: the "
+                          "strides give it), or transpose the tile in shared memory before the wgmma")
     if major is Major.MN and element.storage_bits != 16:
-        return None, f"wgmma reads {element.name} operands K-major only; this tile lands MN-major"
+        return unreadable("op.src.strides", f"wgmma reads {element.name} operands K-major only; this tile lands "
+                          "MN-major", "store the operand K-major in global memory, or transpose the tile in shared "
+                          "memory before the wgmma (as FlashAttention-3 does for fp8 V)")
     k_width = K_BITS // (8 * eb)
     mn_extent, k_extent = (mat.rows, mat.cols) if is_a else (mat.cols, mat.rows)
     if mn_extent % 8 or k_extent % k_width:
-        return None, (f"a wgmma operand is whole 8-row groups by whole {k_width}-element k-slices; the tile is "
-                      f"{mn_extent} x {k_extent}")
+        return unreadable("op.tile", f"a wgmma operand is whole 8-row groups by whole {k_width}-element k-slices; "
+                          f"the tile is {mn_extent} x {k_extent}", f"load a tile whose M or N extent is a multiple "
+                          f"of 8 and whose K extent is a multiple of {k_width}")
     per = instruction_block(mn_extent, is_a, spec.instruction, element.name)  # the rows (M) or columns (N) one reads
     if mn_extent % per:
-        return None, (f"wgmma_a reads M in 64-row blocks; the tile has {mn_extent} rows" if is_a else
-                      f"wgmma_b reads N in blocks of the instruction's n ({per}); the tile has {mn_extent} columns")
+        return unreadable("op.tile", f"wgmma_a reads M in 64-row blocks; the tile has {mn_extent} rows" if is_a else
+                          f"wgmma_b reads N in blocks of the instruction's n ({per}); the tile has {mn_extent} "
+                          "columns", f"load a tile of whole {per}-{'row' if is_a else 'column'} blocks, or name "
+                          "the instruction (consumer.instruction) whose blocks it holds")
     mn, k = np.meshgrid(np.arange(mn_extent), np.arange(k_extent), indexing="ij")
     off = layout.offsets(mat.indices(mn, k) if is_a else mat.indices(k, mn))
     grid = off.reshape(mn_extent // per, per, k_extent // k_width, k_width)  # (block, mn, slice, k)
     starts = grid[:, 0, :, 0]
     fields = operand_fields(grid[0, :, 0, :] - starts[0, 0], major, layout.swizzle, eb)
     if fields is None:
-        return None, f"no wgmma descriptor addresses the {layout.swizzle.value} layout of the tile"
+        return unreadable("op.tile", f"no wgmma descriptor addresses the {layout.swizzle.value} layout of the "
+                          "tile", "load a tile whose contiguous extent is whole swizzle spans (128 bytes)")
     canonical = grid[0, :, 0, :] - starts[0, 0]
     if ((grid - starts[:, None, :, None]) != canonical[None, :, None, :]).any():
-        return None, "the k-slices (or 64-row blocks) of the tile are not laid out alike: one descriptor per slice " \
-                     "cannot address them"
+        return unreadable("op.tile", "the k-slices (or 64-row blocks) of the tile are not laid out alike: one "
+                          "descriptor per slice cannot address them", "load a tile of power-of-two extents")
     step = int(starts[1, 0] - starts[0, 0]) if len(starts) > 1 else 0
     if ((starts - starts[0]) != np.arange(len(starts))[:, None] * step).any():
-        return None, f"the {per}-{'row blocks of M' if is_a else 'column blocks of N'} are not evenly spaced"
+        return unreadable("op.tile", f"the {per}-{'row blocks of M' if is_a else 'column blocks of N'} are not "
+                          "evenly spaced", "load a tile of power-of-two extents")
     slices = tuple(KSlice(s * k_width, int(st), base_offset(int(st), layout.swizzle)) for s, st in enumerate(starts[0]))
     return WgmmaOperand(major, fields.layout_type, layout.swizzle, fields.lbo_bytes, fields.sbo_bytes,
                         slices, per, step, element.name), None
