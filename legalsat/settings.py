@@ -139,6 +139,10 @@ class Settings(BaseSettings):
                              "use (0: only Redis's own maxmemory eviction bounds them)")
     egraphs_kept: int = Field(64, ge=1, le=100_000,
                               description="e-graphs kept for the viewer (keep_egraph requests)")
+    egraph_max_bytes: int = Field(32 << 20, ge=1 << 16, le=1 << 31,
+                                  description="bytes of one kept e-graph (egglog's JSON of it, about 400 an "
+                                  "e-node) at most: a larger one is answered without being kept (warning "
+                                  "egraph_too_large), and the viewer's work on each one stays bounded")
     viewer_max_eclasses: int = Field(400, ge=10, le=100_000,
                                      description="e-classes the viewer draws; past it, the plans' neighbourhood")
     viewer_first_eclasses: int = Field(120, ge=1, le=100_000,

@@ -40,7 +40,7 @@ class CallInfo:
     """What the last call's response said besides its body."""
 
     status: int | None  # None: no HTTP answer came (unreachable, timed out, not HTTP)
-    cache: str | None  # X-Legalsat-Cache of an optimize answer: "hit" or "miss"
+    cache: str | None  # X-Legalsat-Cache of an optimize answer: "hit", "miss", "kept" or "not-kept"
     seconds: float
     attempts: int
 

@@ -52,7 +52,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                            on_error=lambda op: metrics.cache_errors.labels(op).inc())
         pool = WorkerPool(settings.workers, settings.queue_size, settings.target,
                           on_restart=lambda reason: metrics.restarts.labels(reason).inc(),
-                          memory_mb=settings.worker_memory_mb)
+                          memory_mb=settings.worker_memory_mb, egraph_max_bytes=settings.egraph_max_bytes)
         pool.start()
         metrics.bind_pool(pool)
         metrics.bind_cache(cache)

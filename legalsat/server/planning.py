@@ -72,7 +72,7 @@ def answer_error(status: int, body: bytes, meta: dict) -> ApiError:
 
 
 async def plan_one(state: ServiceState, obj: object, gone: Disconnection | None = None) -> tuple[bytes, str]:
-    """One optimize request -> (response body, "hit" | "miss" | "kept"). Raises ApiError or
+    """One optimize request -> (response body, "hit" | "miss" | "kept" | "not-kept"). Raises ApiError or
     InputError for everything that is not a plan response. `gone`: the client's
     disconnection, watched once a job is queued (a queued job is then dropped)."""
     if not isinstance(obj, dict):  # a batch item: a string would be parsed as JSON text again
@@ -104,7 +104,9 @@ async def plan_one(state: ServiceState, obj: object, gone: Disconnection | None 
         raise answer_error(status, body, meta)
     state.metrics.saturation(meta)
     full = splice_request_id(body, meta["request_id"])
-    if keep:
+    if keep:  # never cached; kept unless too large (the body's egraph_too_large warning says so)
+        if meta["snapshot"] is None:
+            return full, "not-kept"
         if not await call(state.cache, state.cache.put_egraph, meta["egraph_id"], json.loads(full),
                           meta["snapshot"], default=False):  # an id that names nothing is worse than no answer
             raise ApiError(503, Code.EGRAPH_NOT_KEPT, headers={"Retry-After": "5"})

@@ -81,7 +81,8 @@ class _Slot:
         parent, child = self.pool.ctx.Pipe()
         from legalsat.server.worker import worker_main  # imported in the worker, not here
 
-        proc = self.pool.ctx.Process(target=worker_main, args=(child, self.pool.target, self.pool.memory_mb),
+        proc = self.pool.ctx.Process(target=worker_main, args=(child, self.pool.target, self.pool.memory_mb,
+                                                                   self.pool.egraph_max_bytes),
                                      name=f"legalsat-worker-{self.index}", daemon=True)
         proc.start()
         child.close()
@@ -179,9 +180,10 @@ class WorkerPool:
 
     def __init__(self, size: int, queue_size: int, target: str = "sm90",
                  on_restart: Callable[[str], None] | None = None, start_timeout_s: float = 120.0,
-                 memory_mb: int | None = None):
+                 memory_mb: int | None = None, egraph_max_bytes: int | None = None):
         self.size = size
         self.memory_mb = memory_mb
+        self.egraph_max_bytes = egraph_max_bytes
         self.target = target
         self.on_restart = on_restart
         self.start_timeout_s = start_timeout_s

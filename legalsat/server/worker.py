@@ -38,6 +38,12 @@ def _optimize(payload: dict, budget_ms: int | None = None) -> Answer:
     # this worker's memory holds cap the request's own limits
     out = optimize(payload, max_timeout_ms=budget_ms, max_node_limit=_NODE_CAP)
     snapshot = out["egraph"].pop("snapshot", None)
+    if snapshot is not None and _EGRAPH_MAX_BYTES is not None and len(snapshot) > _EGRAPH_MAX_BYTES:
+        # what the service would keep (and rebuild on every view) grows with it: not sent, said so
+        out.setdefault("warnings", []).append(Code.EGRAPH_TOO_LARGE.at(
+            f"the e-graph ({out['egraph']['enodes']} e-nodes, {len(snapshot)} bytes) is over the "
+            f"{_EGRAPH_MAX_BYTES} bytes the service keeps one (LEGALSAT_EGRAPH_MAX_BYTES): it was not kept").to_error())
+        snapshot = None
     if snapshot is not None:  # keep_egraph: the service keeps it under this id
         out["egraph"]["id"] = uuid.uuid4().hex
     meta = {"request_id": out.pop("request_id"), "enodes": out["egraph"]["enodes"],
@@ -125,6 +131,7 @@ def limit_memory(memory_mb: int | None) -> None:
 # at this limit (stop_reason node_limit) instead of failing an allocation.
 BYTES_PER_ENODE = 3000
 _NODE_CAP: int | None = None
+_EGRAPH_MAX_BYTES: int | None = None  # of a kept e-graph's snapshot (the service's setting)
 
 
 def _resident_bytes() -> int:
@@ -139,10 +146,11 @@ def node_cap(memory_mb: int, resident: int) -> int:
     return max(1000, ((memory_mb << 20) - resident) // 2 // BYTES_PER_ENODE)
 
 
-def worker_main(conn, target: str, memory_mb: int | None = None) -> None:
+def worker_main(conn, target: str, memory_mb: int | None = None, egraph_max_bytes: int | None = None) -> None:
     """Process entry point: tie its life to the service, cap its memory, warm up, say ready,
     then answer jobs until told to stop (None) or the pipe closes."""
-    global _NODE_CAP
+    global _NODE_CAP, _EGRAPH_MAX_BYTES
+    _EGRAPH_MAX_BYTES = egraph_max_bytes
     tie_to_server()
     limit_memory(memory_mb)
     try:

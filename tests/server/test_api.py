@@ -169,6 +169,29 @@ def test_kept_egraph_as_json_and_html(client):
     error(client.get("/v1/egraphs/" + "0" * 32 + "/view"), 404, "not_found")
 
 
+def test_an_egraph_over_the_size_the_service_keeps_is_answered_not_kept():
+    """A keep_egraph request's e-graph was kept whatever its size (a rank-8 copy with a high
+    node limit: 616,815 e-nodes, about 245 MB in the service, rebuilt on every view while the
+    event loop waited). Past LEGALSAT_EGRAPH_MAX_BYTES the plans are answered, with a warning
+    naming options.keep_egraph, and the e-graph is neither sent by the worker nor kept."""
+    import httpx
+
+    from legalsat.testing.live_server import LiveServer
+
+    with LiveServer(workers=1, cache_path="", egraph_max_bytes=1 << 16, log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=120) as c:
+        r = c.post("/v1/optimize", json={"op": RANK7_OP, "options": {"keep_egraph": True}})
+        assert r.status_code == 200 and r.headers["x-legalsat-cache"] == "not-kept", r.text[:300]
+        out = r.json()
+        validate_response(out)
+        assert out["plans"] and not out["egraph"].get("id") and "snapshot" not in out["egraph"]
+        (w,) = [w for w in out["warnings"] if w["code"] == "egraph_too_large"]
+        assert w["field"] == "options.keep_egraph" and "node_limit" in w["fix"] and str(1 << 16) in w["message"]
+        small = c.post("/v1/optimize", json={**SMALL, "options": {"keep_egraph": True}})
+        assert small.headers["x-legalsat-cache"] == "kept" and small.json()["egraph"]["id"]
+        assert c.get(f"/v1/egraphs/{small.json()['egraph']['id']}").json()["eclass_count"] > 0
+
+
 def test_health_ready_metrics_openapi(client):
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = Readiness.model_validate(client.get("/readyz").json())

@@ -5,10 +5,11 @@ from __future__ import annotations
 import re
 
 from fastapi import APIRouter, Depends, Path
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 
 from legalsat.diagnostics import Code
+from legalsat.schemas.base import compact_json
 from legalsat.server.deps import ServiceState, service
 from legalsat.server.egraph_view import VIEW_CSP, egraph_model, shown_classes, view_html
 from legalsat.server.errors import ApiError, error_responses
@@ -69,8 +70,9 @@ _PathId = Path(description="egraph.id of an optimize response made with options.
 
 
 @router.get("/{egraph_id}", response_model=EgraphDoc, responses=_ERRORS, summary="A kept e-graph as JSON")
-def get_egraph(egraph_id: str = _PathId, state: ServiceState = Depends(service)) -> dict:
-    return _load(state, egraph_id)
+def get_egraph(egraph_id: str = _PathId, state: ServiceState = Depends(service)) -> Response:
+    # serialized here, in the route's thread: FastAPI would encode the document on the event loop
+    return Response(compact_json(_load(state, egraph_id)), media_type="application/json")
 
 
 @router.get("/{egraph_id}/view", response_class=HTMLResponse, responses=_VIEW_ERRORS,
