@@ -248,6 +248,10 @@ class Code(Enum):
                             "mbarrier.invalidate", "invalidate barriers only after their last use")
     BARRIER_UNINITIALIZED = ("barrier_uninitialized", Category.PROTOCOL, "a barrier is used before "
                              "mbarrier.init", "initialize every barrier in setup")
+    BUFFER_OVERFLOW = ("buffer_overflow", Category.PROTOCOL, "a copy moves more bytes than its buffer element "
+                       "holds", "declare the buffer as large as the copy (buffers[].bytes), or move fewer bytes")
+    OVER_ARRIVAL = ("over_arrival", Category.PROTOCOL, "a barrier phase gets more arrivals than it expects",
+                    "arrive on each phase as many times as init's count (or raise the count)")
 
     def __init__(self, id: str, category: Category, summary: str, fix: str, field: str | None = None):
         self.id = id

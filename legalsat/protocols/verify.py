@@ -21,7 +21,10 @@ not depend on the schedule that was executed:
   ordered in between;
 - store_reuse_before_wait: a write to a buffer unordered with the completion (wait_group)
   of a TMA store reading it; store_pending_at_exit: a role ends with a store not waited;
-- use_after_invalidate / barrier_uninitialized: a barrier used outside init..invalidate.
+- use_after_invalidate / barrier_uninitialized: a barrier used outside init..invalidate;
+- buffer_overflow: a TMA load or store of more bytes than its buffer element declares;
+- over_arrival: an arrive whose count exceeds the arrivals its phase still expects (they
+  would complete it and count toward no phase the protocol waits on).
 """
 
 from __future__ import annotations
@@ -276,13 +279,18 @@ class _Run:
                 b.tx += op.bytes
                 b.tx_insts.append(inst)
             if k is not OpKind.EXPECT_TX or op.arrive:
-                b.pending -= op.count if k is OpKind.ARRIVE else 1
+                n = op.count if k is OpKind.ARRIVE else 1
+                if n > b.pending:
+                    self.report(Code.OVER_ARRIVAL, inst, f"{op.kind.value} of {n} on {_key(key)}, whose phase "
+                                f"{b.completed} expects {b.pending} more arrival(s) (init's count: {b.arrivals})")
+                b.pending -= n
             b.contributors.append(e)
             self._maybe_complete(key, b, inst)
         elif k is OpKind.TMA_LOAD:
             key = self.bar_keys(op.bar, inst.i)[0]
             b = self._barrier(key, inst, e)
             done = self.event([e])
+            self._fits(op, inst)
             for buf in self.buf_keys(op.buffer, inst.i):
                 self.writes.setdefault(buf, []).append((e, done, inst))
             b.tx -= op.bytes
@@ -300,6 +308,7 @@ class _Run:
             for w in st.pop("unfenced", []):
                 self.fenced_by[w] = e
         elif k is OpKind.TMA_STORE:
+            self._fits(op, inst)
             for buf in self.buf_keys(op.buffer, inst.i):
                 self.store_reads.setdefault(buf, []).append((e, inst))
             st["group"].append((e, inst))
@@ -307,6 +316,15 @@ class _Run:
             st["groups"].append(st["group"])
             st["group"] = []
         return True
+
+    def _fits(self, op: Op, inst: _Inst) -> None:
+        """A TMA copy moves at most what its buffer element holds (when the array declares it)."""
+        held = self.buf_arrays[op.buffer.name].bytes
+        if held and op.bytes > held:
+            self.report(Code.BUFFER_OVERFLOW, inst, f"{op.kind.value} moves {op.bytes} bytes "
+                        f"{'into' if op.kind is OpKind.TMA_LOAD else 'out of'} {op.buffer.name!r}, whose elements "
+                        f"hold {held} bytes: it {'writes past' if op.kind is OpKind.TMA_LOAD else 'reads past'} "
+                        "the element into the next one (or past the buffer)")
 
     def _maybe_complete(self, key, b: _Barrier, inst: _Inst) -> None:
         if b.pending > 0 or b.tx != 0:

@@ -173,6 +173,12 @@ _NEEDS = {
     "commit_group": (), "wait_group": (), "invalidate": ("bar",),
 }
 _HOUSEKEEPING = {"init", "invalidate", "arrive"}
+# the operations that read each field beyond bar, buffer and phase
+_TAKES = {"bytes": frozenset({OpKind.EXPECT_TX, OpKind.TMA_LOAD, OpKind.TMA_STORE}),
+          "count": frozenset({OpKind.INIT, OpKind.ARRIVE, OpKind.WAIT_GROUP}),
+          "arrive": frozenset({OpKind.EXPECT_TX}), "desc": frozenset({OpKind.TMA_LOAD, OpKind.TMA_STORE})}
+# an mbarrier's arrival count and a phase's transaction count: at most 2^20 - 1 (PTX mbarrier)
+MAX_MBARRIER_COUNT = (1 << 20) - 1
 
 
 class _Builder:
@@ -222,6 +228,22 @@ class _Builder:
                          f"leave {f} out, or use an operation that acts on a {f}")
         if o.phase is not None and kind is not OpKind.WAIT:
             self.bad(f"{where}.phase", f"{o.op} takes no phase (only wait does)", "leave phase out")
+        for f, takes in _TAKES.items():  # given (not defaulted) to an op that ignores it
+            if f in o.model_fields_set and kind not in takes:
+                self.bad(f"{where}.{f}", f"{o.op} takes no {f} (it would be ignored)",
+                         f"leave {f} out (it is for {', '.join(sorted(k.value for k in takes))})")
+        if kind in (OpKind.INIT, OpKind.ARRIVE) and o.count is not None and not 1 <= o.count <= MAX_MBARRIER_COUNT:
+            self.bad(f"{where}.count", f"{o.op} count is {o.count}; an mbarrier's arrival count is 1 to "
+                                       f"{MAX_MBARRIER_COUNT}", "give a count of at least 1 (or leave it out: "
+                                                                 "init takes the array's arrivals, arrive 1)")
+        if kind in (OpKind.EXPECT_TX, OpKind.TMA_LOAD, OpKind.TMA_STORE) and o.bytes > MAX_MBARRIER_COUNT:
+            self.bad(f"{where}.bytes", f"{o.op} bytes is {o.bytes}; a barrier phase's transaction count is at "
+                                       f"most {MAX_MBARRIER_COUNT} bytes (and shared memory far less)",
+                     "announce and move at most what one stage holds")
+        if ph is not None and ph.fixed is not None and ({"shift", "flip", "period"} & ph.model_fields_set):
+            self.bad(f"{where}.phase", "phase gives fixed and " + " and ".join(
+                sorted({"shift", "flip", "period"} & ph.model_fields_set)) + ": fixed names the parity on its own",
+                     "give fixed (a parity whatever i) or shift / flip / period, not both")
         for f in ("bar", "buffer"):
             ref = getattr(o, f)
             if getattr(ref, "all", False) and kind not in (OpKind.INIT, OpKind.INVALIDATE):

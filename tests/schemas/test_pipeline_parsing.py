@@ -200,3 +200,44 @@ def test_a_value_outside_a_fixed_set_is_told_the_set():
         legalsat.analyze_bank_conflicts({"pattern": "cols", "vector": 8,
                                          "tile": {"dtype": "bfloat16", "shape": [64, 64], "swizzle": "99B"}})
     assert "'128B'" in e.value.headline.fix and "documented" not in e.value.headline.fix, e.value.headline
+
+
+def _warp_specialized_example() -> dict:
+    from pathlib import Path
+
+    lines = (Path(__file__).resolve().parents[2] / "examples" / "pipelines.jsonl").read_text().splitlines()
+    return json.loads(next(ln for ln in lines if '"warp-specialized' in ln and "broken" not in ln))
+
+
+@pytest.mark.parametrize("edit,field,says", [
+    (lambda p: p["setup"][0].update(count=0), "setup[0].count", "1 to 1048575"),  # was taken as the default
+    (lambda p: [o.update(bytes=1 << 21) for o in p["roles"][0]["blocks"][0]["ops"] if o["op"] == "expect_tx"],
+     "roles[0].blocks[0].ops[1].bytes", "transaction count is at most 1048575"),
+    (lambda p: p["roles"][1]["blocks"][0]["ops"][1].update(bytes=64), "roles[1].blocks[0].ops[1].bytes",
+     "consume takes no bytes"),  # accepted and ignored, where a bar on it was refused
+    (lambda p: p["roles"][1]["blocks"][0]["ops"][0]["phase"].update(fixed=1, shift=1), "roles[1].blocks[0].ops[0].phase",
+     "fixed and shift"),  # a slot with both was refused, a phase with both accepted
+], ids=["init-count-0", "tx-past-2^20", "consume-bytes", "phase-fixed-and-shift"])
+def test_counts_and_fields_mbarriers_cannot_take_are_named(edit, field, says):
+    proto = _warp_specialized_example()
+    assert legalsat.verify_pipeline(proto).ok
+    edit(proto)
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(proto)
+    assert e.value.headline.field == field and says in e.value.headline.message, e.value.headline
+
+
+def test_a_copy_past_its_buffer_and_an_arrival_past_its_phase_are_violations():
+    """A 16 KiB copy into an 8 KiB buffer element and 5 arrivals on a phase that expects 1
+    were `ok: true` (the buffer's bytes were never read; the extra arrivals vanished)."""
+    proto = _warp_specialized_example()
+    proto["buffers"][0]["bytes"] //= 2
+    out = legalsat.verify_pipeline(proto)
+    assert not out.ok and {v.rule for v in out.violations} == {"buffer_overflow"}
+    assert out.violations[0].op == "tma_load" and out.violations[0].role == proto["roles"][0]["name"]
+    proto = _warp_specialized_example()
+    release = next(i for i, o in enumerate(proto["roles"][1]["blocks"][0]["ops"]) if o["op"] == "release")
+    proto["roles"][1]["blocks"][0]["ops"][release] = {"op": "arrive", "bar": proto["roles"][1]["blocks"][0]["ops"][
+        release]["bar"], "count": 5}
+    out = legalsat.verify_pipeline(proto)
+    assert "over_arrival" in {v.rule for v in out.violations}
