@@ -14,6 +14,7 @@ Diagnostics; the boundary (legalsat.schemas) gives each context its JSON shape.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 
@@ -341,6 +342,18 @@ class InputError(ValueError):
             if len(self.details) > MAX_DETAILS:
                 body["more_details"] = len(self.details) - MAX_DETAILS
         return {"error": body}
+
+
+def shown(value: object, limit: int = 64) -> str:
+    """`value` as a message quotes it, in the JSON the sender wrote (null, true, a string in
+    quotes), cut to `limit` characters: input of any length is never echoed whole."""
+    if value is None or isinstance(value, bool):
+        text = "null" if value is None else str(value).lower()
+    elif isinstance(value, float) and not math.isfinite(value):
+        text = "a number past the range of a double"  # 1e400: JSON has no inf or NaN
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def internal_error(e: BaseException) -> Diagnostic:

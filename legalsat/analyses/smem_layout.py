@@ -22,6 +22,11 @@ def _problem(msg: str, fix: str, field: str) -> InputError:
     return Code.INVALID_INPUT.error(msg, fix, field)
 
 
+def _either(values: list[int]) -> str:
+    """'1 or 2', '2, 4 or 8'."""
+    return ", ".join(map(str, values[:-1])) + " or " + str(values[-1]) if len(values) > 1 else str(values[0])
+
+
 def _check(x: TileAccess, lanes: int) -> int:
     """Validate the combination; return the access width in bytes."""
     t = x.tile
@@ -33,7 +38,7 @@ def _check(x: TileAccess, lanes: int) -> int:
     if width_bits not in (32, 64, 128):
         raise _problem(f"vector of {x.vector} x {t.dtype.name} is {width_bits // 8} bytes per lane; "
                        "shared-memory accesses are 4, 8 or 16 bytes",
-                       f"use vector {32 // ebits}, {64 // ebits} or {128 // ebits} for {t.dtype.name}",
+                       f"use vector {_either([w // ebits for w in (32, 64, 128) if w >= ebits])} for {t.dtype.name}",
                        "vector")
     row_bytes = t.cols * ebits // 8
     if t.row_pitch_bytes < row_bytes:

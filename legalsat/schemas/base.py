@@ -252,12 +252,12 @@ def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_
     if values > max_values:
         raise Code.INVALID_INPUT.error(f"{what} holds {values} JSON values (or commas in its strings); at most "
                                        f"{max_values}", "send the documented structure: no request holds this many "
-                                       "(split a batch into smaller ones)")
+                                       "(a batch of optimize requests: split it into smaller ones)")
     containers = text.count("{") + text.count("[")  # at most this many (brackets in strings count too)
     if containers > MAX_CONTAINERS:
         raise Code.INVALID_INPUT.error(f"{what} holds {containers} JSON objects and arrays (or brackets in its "
                                        f"strings); at most {MAX_CONTAINERS}", "send the documented structure: no "
-                                       "request holds this many (split a batch into smaller ones)")
+                                       "request holds this many (a batch of optimize requests: split it into smaller ones)")
     try:
         marked: list[object] = []  # a repeated key or a NaN: the walk below names where
 

@@ -11,6 +11,7 @@ from legalsat.analyses.tma_legality import Verdict
 from legalsat.diagnostics import Code, InputError
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
 from legalsat.schemas.validation import details_from_validation, naming_other_input
+from legalsat.targets import TARGETS
 from legalsat.terms.descriptor import (
     UINT32_MAX,
     UINT64_MAX,
@@ -27,6 +28,8 @@ UInt64 = Annotated[StrictInt, Field(ge=0, le=UINT64_MAX)]
 DTypeName = Literal[DTYPE_NAMES]  # type: ignore[valid-type]
 # The driver reads `rank` entries from each array; longer lists than this are never useful.
 MAX_LIST = 64
+# the most dimensions a descriptor of any target has (TmaFacts.max_rank)
+MAX_TMA_RANK = max(t.tma.max_rank for t in TARGETS.values() if t.tma is not None)
 
 _EXAMPLE = {
     "dtype": "bfloat16", "rank": 2, "global_address": 140737488355328,
@@ -65,6 +68,12 @@ class DescriptorIn(Strict):
         """The core descriptor; raises InputError when list lengths disagree with the rank."""
         rank = len(self.global_dim) if self.rank is None else self.rank
         es = [1] * len(self.box_dim) if self.element_strides is None else self.element_strides
+        if self.rank is not None and self.rank != len(self.global_dim) and not 1 <= self.rank <= MAX_TMA_RANK:
+            # a rank no descriptor has is the mistake, not the lists that disagree with it
+            raise Code.INVALID_INPUT.error(f"rank is {self.rank} but global_dim has {len(self.global_dim)} entries; "
+                                           f"TMA descriptors have 1 to {MAX_TMA_RANK} dimensions",
+                                           f"give rank {len(self.global_dim)} (one per global_dim entry), or omit it",
+                                           "rank")
         problems = []
         for name, got, want in (("global_dim", len(self.global_dim), rank),
                                 ("global_strides", len(self.global_strides), max(rank - 1, 0)),
@@ -118,6 +127,9 @@ _HINTS = {
                '"128B_atom_32B_flip_8B", "128B_atom_64B"',
     "l2_promotion": 'use one of: "none", "64B", "128B", "256B"',
     "oob_fill": 'use one of: "none", "nan_request_zero_fma"',
+    # not a descriptor field: the route and the command take the target beside the descriptor
+    "target": "give the target beside the descriptor, not in it: the query parameter ?target=sm90 "
+              "(legalsat validate-descriptor --target sm90)",
 }
 
 

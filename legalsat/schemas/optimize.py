@@ -174,7 +174,8 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
                    "the planner moves whole bytes", "describe the data as uint8 (bytes) instead")
     if not 1 <= len(v.shape) <= max_rank:
         raise _bad(f"{field}.shape", f"{field}.shape has {len(v.shape)} dims; 1 to {max_rank} are supported",
-                   f"merge contiguous dims before sending, or send a view of at most {max_rank} dims")
+                   f"merge contiguous dims before sending, or send a view of at most {max_rank} dims" if v.shape
+                   else "give one extent per dim, outermost first (a single element is shape [1], strides [1])")
     if len(v.strides) != len(v.shape):
         raise _bad(f"{field}.strides", f"{field}.strides has {len(v.strides)} entries but shape has "
                    f"{len(v.shape)}", "give one stride (in elements) per dim, outermost first")

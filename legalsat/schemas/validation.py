@@ -10,7 +10,7 @@ from typing import Annotated, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
-from legalsat.diagnostics import Code, Diagnostic, InputError
+from legalsat.diagnostics import Code, Diagnostic, InputError, shown
 from legalsat.terms.dtypes import ELEMENT_TYPES, dtype_spelled, sub_byte_bits
 
 # how pydantic names a union's member in an error path (not a field of the input): a core
@@ -127,12 +127,6 @@ def dtype_did_you_mean(word: object, choices: list[str]) -> str:
     if len(floats) > 1 and not did_you_mean(w, same):  # fp8: either of two
         return "; did you mean one of " + ", ".join(map(repr, floats)) + "?"
     return did_you_mean(w, same) or ("" if same else did_you_mean(w, choices))
-
-
-def shown(value: object, limit: int = 64) -> str:
-    """`value` as a message quotes it: its repr, cut to `limit` characters."""
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _siblings(known: type[BaseModel] | None, loc: tuple) -> list[str]:

@@ -7,7 +7,7 @@ own driver- or profiler-verified corpus).
 
 from __future__ import annotations
 
-from legalsat.diagnostics import Code
+from legalsat.diagnostics import Code, shown
 from legalsat.targets.base import BankFacts, CostFact, CostFacts, Target, TmaFacts
 from legalsat.targets.gfx942 import GFX942
 from legalsat.targets.sm90 import SM90
@@ -24,7 +24,7 @@ def resolve_target(name: object, *, need_tma: bool = False, field: str = "target
     tensor memory accelerator) naming `field` and the valid choices."""
     target = TARGETS.get(name) if isinstance(name, str) else None
     if target is None:
-        raise Code.UNKNOWN_TARGET.error(f"unknown target {name!r}; use one of: {', '.join(TARGET_NAMES)}",
+        raise Code.UNKNOWN_TARGET.error(f"unknown target {shown(name)}; use one of: {', '.join(TARGET_NAMES)}",
                                         f"use one of: {', '.join(TARGET_NAMES)}", field)
     if need_tma and target.tma is None:
         with_tma = ", ".join(n for n in TARGET_NAMES if TARGETS[n].tma is not None)

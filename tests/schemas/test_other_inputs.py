@@ -30,3 +30,35 @@ def test_another_commands_input_is_named_with_its_command(sent, to):
     with pytest.raises(InputError) as e:
         CALLS[to](INPUTS[sent])
     assert f"legalsat {sent}" in e.value.headline.fix, (sent, to, e.value.headline)
+
+
+COPY_TERM = "(copy (view float32 (64 64) (64 1) 16) (view float32 (64 64) (1 64) 16))"
+DESC = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [4096, 1024], "global_strides": [8192],
+        "box_dim": [64, 64]}
+
+
+@pytest.mark.parametrize("call,field,message,fix", [
+    # a 100,000-character target came back whole in the message (other fields were cut)
+    (lambda: legalsat.optimize({"target": "a" * 100_000, "term": COPY_TERM}), "target", "'aaaa", "sm90"),
+    # Python's spellings of JSON values: "None is not a valid value"
+    (lambda: legalsat.validate_descriptor({**DESC, "dtype": None}), "dtype", "dtype: null is not", None),
+    (lambda: legalsat.validate_descriptor({**DESC, "dtype": True}), "dtype", "dtype: true is not", None),
+    # the fix offered vector 0 (4 bytes / 8)
+    (lambda: legalsat.analyze_bank_conflicts({"op": "load", "pattern": "cols", "vector": 8,
+                                              "tile": {"dtype": "float64", "shape": [64, 64]}}),
+     "vector", "64 bytes per lane", "use vector 1 or 2 for float64"),
+    # a target in a descriptor: "remove the field"
+    (lambda: legalsat.validate_descriptor({**DESC, "target": "sm90"}), "target", "unknown field", "?target=sm90"),
+    # rank 0 blamed global_dim ("give global_dim exactly 0 entries")
+    (lambda: legalsat.validate_descriptor({**DESC, "rank": 0}), "rank", "1 to 5 dimensions", "give rank 2"),
+    # an empty shape was told to merge dims
+    (lambda: legalsat.optimize({"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [], "strides": []},
+                                       "dst": {"dtype": "float32", "shape": [], "strides": []}}}),
+     "op.src.shape", "0 dims", "shape [1]"),
+], ids=["long-target", "null", "true", "vector-0", "target-in-descriptor", "rank-0", "empty-shape"])
+def test_messages_name_the_field_at_fault_quote_json_and_offer_valid_fixes(call, field, message, fix):
+    with pytest.raises(InputError) as e:
+        call()
+    d = e.value.headline
+    assert d.field == field and message in d.message and len(d.message) < 300, d
+    assert fix is None or fix in d.fix, d
