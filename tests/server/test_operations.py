@@ -278,3 +278,34 @@ def test_a_misspelt_server_target_stops_the_start():
     with pytest.raises(InputError) as e:
         create_app(Settings(target="sm91"))
     assert e.value.headline.field == "LEGALSAT_TARGET" and "unknown target 'sm91'" in e.value.headline.message
+
+
+def test_a_budget_shorter_than_the_hand_off_to_a_worker_is_planned_not_a_504():
+    """timeout_ms 1 on an idle service: the job reaches the worker's thread a millisecond or
+    two after it was queued, its own budget spent by then, and it was answered 504 "spent
+    waiting for a worker; retry when the service is less busy" (once in some 40 tries over
+    HTTP). A job that waited only for the hand-off plans with 1 ms and answers what that allows;
+    one that waited behind others past its budget is still a 504."""
+    import json
+
+    from legalsat.server.pool import HANDOFF_S, DeadlineExceeded, WorkerPool
+
+    pool = WorkerPool(1, 4)
+    pool.start()
+    try:
+        grace = 1.0
+        # its own budget already 1 ms spent when queued: what a hand-off slower than timeout_ms does
+        fut = pool.submit("optimize", {**SMALL, "options": {"timeout_ms": 1}}, time.monotonic() + grace - 0.001,
+                          grace)
+        status, body, _ = fut.result(timeout=30)
+        assert status == 200 and json.loads(body)["egraph"]["stop_reason"] in ("time_limit", "saturated")
+        blocker = pool.submit("optimize", SLOW, time.monotonic() + 1.5, 0.5)
+        time.sleep(HANDOFF_S * 4)
+        late = pool.submit("optimize", {**SMALL, "options": {"timeout_ms": 1}}, time.monotonic() + grace + 0.001,
+                           grace)
+        with pytest.raises(DeadlineExceeded) as e:
+            late.result(timeout=30)
+        assert e.value.waited
+        blocker.exception(timeout=30)
+    finally:
+        pool.close(5)
