@@ -58,6 +58,11 @@ async def known_query_parameters(request: Request) -> None:
     first unknown parameter, with the route's own (or where its options go)."""
     if not request.query_params:
         return
+    names = [k for k, _ in request.query_params.multi_items()]
+    twice = next((k for k in names if names.count(k) > 1), None)
+    if twice is not None:  # as with a repeated JSON key: which value counts is not the sender's choice
+        raise ApiError(422, Code.INVALID_INPUT, f"query parameter {shown(twice)} is given {names.count(twice)} times",
+                       "give each query parameter once", twice[:64])
     declared = _declared_query(request.scope["route"])
     unknown = next((k for k in request.query_params if k not in declared), None)
     if unknown is None:
@@ -87,16 +92,23 @@ async def read_body(request: Request) -> bytes:
     LEGALSAT_MAX_BODY_BYTES (checked on the declared length first, then on the bytes
     received), with 408 when it does not arrive within LEGALSAT_BODY_TIMEOUT_S."""
     settings = request.app.state.settings
-    kind = request.headers.get("content-type")
+    kinds = request.headers.getlist("content-type")
+    if len(kinds) > 1:  # which one counts is not the sender's choice (one proxy reads the first, one the last)
+        raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, f"the body is declared with {len(kinds)} Content-Type headers",
+                       "send one: Content-Type: application/json")
+    kind = kinds[0] if kinds else None
     if kind is None or not _is_json(kind):  # untyped too: a page's fetch of a bare Blob sends none
         raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, "the body has no Content-Type" if kind is None else
                        f"the body is declared as {kind[:80]!r}",
                        "send the body as JSON with Content-Type: application/json")
-    codings = [c.strip().lower() for h in request.headers.getlist("content-encoding") for c in h.split(",")]
-    coding = next((c for c in codings if c not in ("identity", "")), None)
+    # a transfer coding the server does not undo (gzip before chunked) is a compressed body too
+    codings = [(header, c.strip().lower()) for header in ("Content-Encoding", "Transfer-Encoding")
+               for h in request.headers.getlist(header) for c in h.split(",")]
+    coding = next(((header, c) for header, c in codings if c not in ("identity", "", "chunked")
+                   or (c == "chunked" and header == "Content-Encoding")), None)
     if coding is not None:  # a compressed body would be read as JSON text and misjudged
-        raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, f"the body is declared as Content-Encoding {coding[:40]!r}",
-                       "send the JSON body uncompressed (no Content-Encoding)")
+        raise ApiError(415, Code.UNSUPPORTED_MEDIA_TYPE, f"the body is declared as {coding[0]} {coding[1][:40]!r}",
+                       "send the JSON body uncompressed (no Content-Encoding; Transfer-Encoding chunked at most)")
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -156,6 +168,8 @@ def _is_json(content_type: str) -> bool:
     """application/json or application/SOMETHING+json, in UTF-8 (RFC 8259: JSON between
     systems is UTF-8; a body declared in another charset would be misread, not converted)."""
     media, *params = (p.strip().lower() for p in content_type.split(";"))
+    if sum(p.startswith("charset=") for p in params) > 1:  # charset=utf-8; charset=latin1: which one?
+        return False
     charset = next((p.split("=", 1)[1].strip().strip('"') for p in params if p.startswith("charset=")), "utf-8")
     json_type = media == "application/json" or (media.startswith("application/") and media.endswith("+json")
                                                 and len(media) > len("application/+json"))

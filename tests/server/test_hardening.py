@@ -265,6 +265,31 @@ def test_a_compressed_body_is_refused_by_its_encoding(client):
     assert r.status_code == 415 and "gzip" in r.json()["error"]["message"], r.text
 
 
+def test_what_two_readers_of_a_request_could_read_two_ways_is_refused(client, server):
+    """Two Content-Type headers (the first was checked), two charsets in one, a query parameter
+    given twice (the last counted) and a gzip transfer coding under chunked (ignored: the gzip
+    bytes were read as JSON text) were each taken one way; each is refused, naming what."""
+    import gzip
+    import json
+
+    body = json.dumps({"term": "(copy (view float32 (4 4) (4 1)) (view float32 (4 4) (1 4)))"}).encode()
+    r = client.post("/v1/optimize", content=body, headers=[("Content-Type", "application/json"),
+                                                           ("Content-Type", "text/plain")])
+    assert r.status_code == 415 and "2 Content-Type" in r.json()["error"]["message"], r.text
+    r = client.post("/v1/optimize", content=body,
+                    headers={"Content-Type": "application/json; charset=utf-8; charset=latin1"})
+    assert r.status_code == 415, r.text
+    desc = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [64], "global_strides": [], "box_dim": [64]}
+    for query in ("target=nope&target=sm90", "target=sm90&target=nope"):
+        r = client.post(f"/v1/descriptors/validate?{query}", json=desc)
+        assert r.status_code == 422 and r.json()["error"]["field"] == "target", r.text
+    packed = gzip.compress(body)
+    head = (b"POST /v1/optimize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: gzip, chunked\r\nConnection: close\r\n\r\n")
+    answer = _raw(server.url, head + f"{len(packed):x}\r\n".encode() + packed + b"\r\n0\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 415") and b"Transfer-Encoding" in answer, answer[:300]
+
+
 def test_every_get_route_answers_head_without_a_body(server):
     """Load balancers, uptime checks and link checkers probe with HEAD: every GET route answers
     it with the GET's status and no body (/healthz and /readyz did; /metrics, /docs, /redoc and
