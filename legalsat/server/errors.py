@@ -83,13 +83,17 @@ def queue_full() -> ApiError:
 # what a client can change when its job ran past the deadline, per job kind (the catalogue's
 # fix is an optimize request's: options.timeout_ms, options.node_limit)
 _DEADLINE_FIX = {"verify_pipeline": "declare a smaller trip count (iterations): the pipeline's behaviour repeats "
-                                    "with its stage period; or retry when the service is less busy"}
+                                    "with its stage period; or retry when the service is less busy",
+                 "egraph_page": "retry when the service is less busy, or lower LEGALSAT_EGRAPH_MAX_BYTES (the "
+                                "e-graphs kept after that are smaller)"}
+# what a job spends its time on, as a deadline answer says it
+_DOING = {"verify_pipeline": "verifying", "egraph_page": "building the e-graph's page"}
 
 
 def deadline(ms: int, waited: bool, kind: str = "optimize", grace_ms: int = 0) -> ApiError:
     """504 for a job not answered within `ms`, `grace_ms` of which is the grace past the job's
     own budget (said apart: the budget is what the request and LEGALSAT_DEADLINE_MS set)."""
-    where = "waiting for a worker" if waited else "planning" if kind.startswith("optimize") else "verifying"
+    where = "waiting for a worker" if waited else _DOING.get(kind, "planning")
     fix = "retry when the service is less busy" if waited else _DEADLINE_FIX.get(kind)
     limit = f"{ms - grace_ms} ms (+{grace_ms} ms grace)" if grace_ms else f"{ms} ms"
     return ApiError(504, Code.DEADLINE_EXCEEDED, f"no answer within the deadline of {limit} (spent {where})", fix)

@@ -309,3 +309,31 @@ def test_a_budget_shorter_than_the_hand_off_to_a_worker_is_planned_not_a_504():
         blocker.exception(timeout=30)
     finally:
         pool.close(5)
+
+
+def test_a_kept_egraphs_page_is_built_by_a_worker_and_head_builds_none():
+    """The document and the page of a kept e-graph grow with it: they were built in the
+    service's process (a 32 MiB e-graph held /healthz for 0.7 s). They are a worker's job now,
+    so with the only worker busy a GET waits behind it; a HEAD (existence) needs no worker."""
+    with LiveServer(workers=1, cache_path="", log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=60) as c:
+        eid = c.post("/v1/optimize", json={**SMALL, "options": {"keep_egraph": True}}).json()["egraph"]["id"]
+        slow = {**SLOW, "options": {**SLOW["options"], "timeout_ms": 6000}}
+        done: dict[str, float] = {}
+
+        def timed(name, call):
+            r = call()
+            done[name] = time.monotonic()
+            return r
+
+        with ThreadPoolExecutor(3) as ex:
+            fs = ex.submit(timed, "slow", lambda: c.post("/v1/optimize", json=slow))
+            while c.get("/readyz").json()["busy"] == 0:  # the slow job holds the worker
+                time.sleep(0.02)
+            head = ex.submit(timed, "head", lambda: c.head(f"/v1/egraphs/{eid}/view")).result()
+            assert "slow" not in done and head.status_code == 200 and head.content == b""
+            page = ex.submit(timed, "page", lambda: c.get(f"/v1/egraphs/{eid}/view"))
+            time.sleep(0.5)  # a page built in the service's process was answered by now
+            assert "page" not in done or "slow" in done, done  # it waits for the worker
+            assert fs.result().status_code == 200 and page.result().status_code == 200
+        assert c.get(f"/v1/egraphs/{eid}").json()["id"] == eid

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 
 from legalsat.diagnostics import Code
-from legalsat.schemas.base import compact_json
+from legalsat.server.cache import call
 from legalsat.server.deps import ServiceState, service
-from legalsat.server.egraph_view import VIEW_CSP, egraph_model, shown_classes, view_html
+from legalsat.server.egraph_view import VIEW_CSP
 from legalsat.server.errors import ApiError, error_responses
+from legalsat.server.planning import answer_error, run_job
 from legalsat.server.routers import answer_head
 
 router = APIRouter(prefix="/v1/egraphs", tags=["egraphs"])
@@ -54,15 +56,28 @@ class EgraphDoc(BaseModel):
                                "without one (TmaUnit: the target has a TMA unit)")
 
 
-def _load(state: ServiceState, egraph_id: str) -> dict:
-    kept = state.cache.get_egraph(egraph_id) if _ID.match(egraph_id) else None
+async def _page(request: Request, state: ServiceState, egraph_id: str, view: dict | None) -> Response | bytes:
+    """A kept e-graph's document or page, built by a worker (its work grows with the e-graph:
+    not in the service's process); a HEAD learns that it exists and gets no body built."""
+    if _ID.match(egraph_id):
+        kept = (await call(state.cache, state.cache.get_egraph, egraph_id) if state.cache.remote else
+                await asyncio.to_thread(state.cache.get_egraph, egraph_id))  # a blob of megabytes, unpacked
+    else:
+        kept = None
     if kept is None:
         raise ApiError(404, Code.NOT_FOUND, f"no kept e-graph has id {egraph_id!r} (the service keeps "
                        f"the last {state.settings.egraphs_kept})",
                        'plan the request again with "options": {"keep_egraph": true} and use the '
                        "egraph.id of its response", "egraph_id")
+    if request.method == "HEAD":
+        return Response(media_type="text/html" if view else "application/json")
     response, snapshot = kept
-    return egraph_model(egraph_id, response, snapshot)
+    status, body, meta = await run_job(state, "egraph_page", {"id": egraph_id, "response": response,
+                                                              "snapshot": snapshot, "view": view},
+                                       state.settings.deadline_ms)
+    if status != 200:
+        raise answer_error(status, body, meta)
+    return body
 
 
 _PathId = Path(description="egraph.id of an optimize response made with options.keep_egraph",
@@ -70,26 +85,30 @@ _PathId = Path(description="egraph.id of an optimize response made with options.
 
 
 @router.get("/{egraph_id}", response_model=EgraphDoc, responses=_ERRORS, summary="A kept e-graph as JSON")
-def get_egraph(egraph_id: str = _PathId, state: ServiceState = Depends(service)) -> Response:
-    # serialized here, in the route's thread: FastAPI would encode the document on the event loop
-    return Response(compact_json(_load(state, egraph_id)), media_type="application/json")
+async def get_egraph(request: Request, egraph_id: str = _PathId, state: ServiceState = Depends(service)) -> Response:
+    page = await _page(request, state, egraph_id, None)
+    return page if isinstance(page, Response) else Response(page, media_type="application/json")
 
 
 @router.get("/{egraph_id}/view", response_class=HTMLResponse, responses=_VIEW_ERRORS,
             summary="A kept e-graph in the interactive viewer")
-def view_egraph(egraph_id: str = _PathId, state: ServiceState = Depends(service)) -> HTMLResponse:
+async def view_egraph(request: Request, egraph_id: str = _PathId,
+                      state: ServiceState = Depends(service)) -> Response:
     """E-classes holding their e-nodes, with analysis values and costs; the chosen plan, the
     other plans and the rejected candidates (with their reasons) one click away (URL anchors
     `#plan-N`, `#rejected-N`); search, collapse, pan and zoom; the saturation report per
     iteration. It opens on the LEGALSAT_VIEWER_FIRST_ECLASSES e-classes nearest the plans and
     draws at most LEGALSAT_VIEWER_MAX_ECLASSES; past LEGALSAT_VIEWER_COLLAPSE_ENODES e-nodes the
     e-classes start collapsed (the page says so). Its scripts and styles are the service's own (no CDN)."""
-    model = _load(state, egraph_id)
     settings = state.settings
-    shown = shown_classes(model, settings.viewer_max_eclasses)
-    first = shown_classes(model, min(settings.viewer_first_eclasses, settings.viewer_max_eclasses))
-    page = view_html(model, shown, first, settings.viewer_collapse_enodes, _STATIC)
-    return HTMLResponse(page, headers={"Content-Security-Policy": VIEW_CSP})
+    page = await _page(request, state, egraph_id, {
+        "max_eclasses": settings.viewer_max_eclasses, "first_eclasses": settings.viewer_first_eclasses,
+        "collapse_enodes": settings.viewer_collapse_enodes, "static": _STATIC})
+    headers = {"Content-Security-Policy": VIEW_CSP}
+    if isinstance(page, Response):
+        page.headers.update(headers)
+        return page
+    return HTMLResponse(page, headers=headers)
 
 
 answer_head(router)
