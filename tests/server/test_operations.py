@@ -189,7 +189,9 @@ def test_a_queued_job_whose_client_left_is_dropped_not_planned():
 
     with LiveServer(workers=1, cache_path="", log_level="warning") as srv, \
             httpx.Client(base_url=srv.url, timeout=60) as c:
-        a = {**SLOW, "request_id": "a", "options": {**SLOW["options"], "timeout_ms": 1500}}
+        # a holds the worker for about 1.8 s, its last round ending well inside its deadline on a
+        # loaded machine (at SLOW's node limit, 3.2 s unloaded with this budget: a 504 under load)
+        a = {**SLOW, "request_id": "a", "options": {"node_limit": 200_000, "timeout_ms": 2500}}
         with ThreadPoolExecutor(1) as ex:
             fa = ex.submit(c.post, "/v1/optimize", json=a)
             time.sleep(0.3)
@@ -212,9 +214,9 @@ def test_a_job_given_up_while_queued_frees_its_place():
     count it as queued."""
     with LiveServer(workers=1, queue_size=1, cache_path="", log_level="warning") as srv, \
             httpx.Client(base_url=srv.url, timeout=60) as c:
-        def post(name: str, timeout_ms: int):
+        def post(name: str, timeout_ms: int):  # about 1.8 s of planning, well inside a's deadline when loaded
             return c.post("/v1/optimize", json={**SLOW, "request_id": name,
-                                                "options": {**SLOW["options"], "timeout_ms": timeout_ms}})
+                                                "options": {"node_limit": 200_000, "timeout_ms": timeout_ms}})
 
         with ThreadPoolExecutor(2) as ex:
             fa = ex.submit(post, "a", 2500)
