@@ -108,18 +108,23 @@ class RayExecutor(Executor):
         in_main = threading.current_thread() is threading.main_thread()
         sigterm = signal.getsignal(signal.SIGTERM) if in_main else None
         if not ray.is_initialized():
-            if address == "local":  # a new instance here, even beside a running cluster or with RAY_ADDRESS set
-                ray.init(address="local", num_cpus=actors, include_dashboard=False, log_to_driver=False,
-                         configure_logging=False, logging_level=logging.WARNING)
-            else:
+            if address != "local":
                 _reachable(address)
-                try:
+            try:
+                if address == "local":  # a new instance here, even beside a running cluster or with RAY_ADDRESS set
+                    ray.init(address="local", num_cpus=actors, include_dashboard=False, log_to_driver=False,
+                             configure_logging=False, logging_level=logging.WARNING)
+                else:
                     ray.init(address=address, log_to_driver=False, configure_logging=False,
                              logging_level=logging.WARNING)
-                except (ValueError, ConnectionError) as e:  # an address Ray cannot read, or no cluster there
-                    raise Code.INVALID_INPUT.error(
-                        f"--ray {address!r}: {str(e)[:300]}", "pass local (a Ray instance on this machine), auto (the "
-                        "cluster this machine belongs to), host:port or ray://host:10001", "--ray") from None
+            except (ValueError, ConnectionError) as e:  # an address Ray cannot read, or no cluster there
+                ray.shutdown()
+                raise Code.INVALID_INPUT.error(
+                    f"--ray {address!r}: {str(e)[:300]}", "pass local (a Ray instance on this machine), auto (the "
+                    "cluster this machine belongs to), host:port or ray://host:10001", "--ray") from None
+            except BaseException:  # a Ctrl-C while Ray starts: the processes it started so far go with it
+                ray.shutdown()
+                raise
             self._started = True
         if in_main and sigterm is not None:
             signal.signal(signal.SIGTERM, sigterm)

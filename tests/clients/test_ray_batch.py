@@ -275,3 +275,31 @@ def test_chunks_queued_behind_one_whose_actor_died_are_sent_again_not_counted_as
     for k, f in zip((2, 3), actor.futures):
         f.set_result(b"ok %d" % k)
     assert [r.result(timeout=5) for r in results[1:]] == [b"ok 2", b"ok 3"]
+
+
+def test_a_ctrl_c_while_ray_starts_shuts_down_what_it_started(monkeypatch):
+    """A KeyboardInterrupt inside ray.init left the processes it had started (GCS, raylet)
+    running for a minute or two after the command ended, loading the machine; the executor now
+    shuts Ray down before the interrupt goes on."""
+    from legalsat.clients import ray_batch
+
+    calls = []
+
+    class FakeRay:
+        @staticmethod
+        def is_initialized():
+            return False
+
+        @staticmethod
+        def init(**kw):
+            calls.append("init")
+            raise KeyboardInterrupt
+
+        @staticmethod
+        def shutdown():
+            calls.append("shutdown")
+
+    monkeypatch.setattr(ray_batch, "_ray", lambda: FakeRay)
+    with pytest.raises(KeyboardInterrupt):
+        ray_batch.RayExecutor("local", 1, fail=lambda *a: None)
+    assert calls == ["init", "shutdown"]
