@@ -66,8 +66,8 @@ class _NamedInput:
     """An input file whose read errors name it (a read can fail where an open did not: EIO on
     /proc/self/mem, a failing disk), so the CLI's message says which file."""
 
-    def __init__(self, f, name: str):
-        self._f, self._name = f, name
+    def __init__(self, f, name: str, owned: bool = True):
+        self._f, self._name, self._owned = f, name, owned  # stdin is not ours to close
 
     def _named(self, e: OSError) -> OSError:
         if e.filename is None and e.errno is not None:
@@ -105,12 +105,17 @@ class _NamedInput:
         return self
 
     def __exit__(self, *exc) -> None:
-        if self._f is not sys.stdin.buffer:
+        if self._owned:
             self._f.close()
 
 
 def _open_input(path: str) -> _NamedInput:
-    return _NamedInput(sys.stdin.buffer, "stdin") if path == "-" else _NamedInput(open(path, "rb"), path)
+    if path != "-":
+        return _NamedInput(open(path, "rb"), path)
+    if sys.stdin is None:  # started with stdin closed (`<&-`, as daemons and some build systems start tools)
+        raise Code.INVALID_INPUT.error("the input is - (stdin), but stdin is closed",
+                                       "pass the input as a file argument, or give the command a stdin", "file")
+    return _NamedInput(sys.stdin.buffer, "stdin", owned=False)
 
 
 _LEGAL = compact_json({"legal": True, "violations": []})

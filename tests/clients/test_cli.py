@@ -384,6 +384,27 @@ def test_emit_names_a_responses_plan_field_under_its_plan(tmp_path):
     assert r.returncode == 2 and b"pieces" in r.stderr and b"plans[" not in r.stderr, r.stderr
 
 
+def test_commands_started_with_stdin_closed_read_their_files_and_name_a_closed_stdin(tmp_path):
+    """Daemons, cron and some build systems start tools with fd 0 closed: every command crashed
+    (AttributeError on sys.stdin.buffer, exit 1), even one reading a file, after its work."""
+    import shlex
+
+    (tmp_path / "t.json").write_text('{"term": "(copy (view float32 (4) (1) 16) (view float32 (4) (1) 16))"}')
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+
+    def closed(*args: str) -> subprocess.CompletedProcess:
+        line = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "legalsat.clients.cli", *args])
+        return subprocess.run(["bash", "-c", line + " <&-"], capture_output=True, timeout=120)
+
+    r = closed("optimize", str(tmp_path / "t.json"))
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stderr
+    r = closed("validate-descriptor", os.path.join(examples, "descriptors.jsonl"))
+    assert r.returncode == 4 and len(r.stdout.splitlines()) == 8 and b"Traceback" not in r.stderr, r.stderr
+    for args in (("optimize",), ("batch", "-", "-o", str(tmp_path / "o.jsonl")), ("verify-pipeline",)):
+        r = closed(*args)
+        assert r.returncode == 2 and b"stdin is closed" in r.stderr and b"Traceback" not in r.stderr, (args, r.stderr)
+
+
 def test_ctrl_c_stops_a_batch_cleanly_every_time(tmp_path):
     """SIGINT to the whole process group (a terminal's Ctrl-C): the workers leave it to the
     parent, which stops them; a worker interrupted inside the pool's queue used to hang it."""
