@@ -129,15 +129,18 @@ def _extent_bytes(t: torch.Tensor) -> tuple[int, int]:
 
 
 def _check_apart(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str) -> None:
-    """InputError when `b` (written) shares bytes of storage with `a`: the kernel reads and
-    writes without ordering (PyTorch refuses such a copy too)."""
-    if a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr() or not a.numel() or not b.numel():
+    """InputError when `b` (written) shares bytes of memory with `a`, which the kernel reads:
+    it reads and writes without ordering (PyTorch refuses such a copy too). Judged on addresses,
+    not storages: two storages over one buffer (numpy, DLPack) share its bytes as well."""
+    if not a.numel() or not b.numel() or a.device != b.device:
         return
     (a0, a1), (b0, b1) = _extent_bytes(a), _extent_bytes(b)
+    shift = a.untyped_storage().data_ptr() - b.untyped_storage().data_ptr()  # a's bytes in b's storage's frame
+    a0, a1 = a0 + shift, a1 + shift
     if a0 < b1 and b0 < a1:
-        raise _arg_error(b_name, f"{a_name} and {b_name} share memory (bytes {max(a0, b0)}..{min(a1, b1)} of one "
-                         "storage): the kernel would read what it has overwritten",
-                         f"pass a {b_name} of its own storage (clone {a_name} first if it must land in place)")
+        raise _arg_error(b_name, f"{a_name} and {b_name} share memory ({min(a1, b1) - max(a0, b0)} bytes): the "
+                         f"kernel would read what it has overwritten",
+                         f"pass a {b_name} of its own memory (clone {a_name} first if they must overlap)")
 
 
 def _check_written(t: torch.Tensor, name: str, need: int, src: torch.Tensor) -> None:
@@ -424,6 +427,8 @@ class Kernel:
                              "allocate out with torch.empty(plan['gather']['out_shape'], dtype=src.dtype, ...)")
         _check_written(out, "out", out.numel() * out.element_size(), src)
         for name, t in (("index", index), ("group", group)):
+            if t is not None:  # read by every program while others write out (torch's index_select refuses it too)
+                _check_apart(t, out, name, "out")
             if t is not None and t.numel() * t.element_size() > _room(t):
                 raise _arg_error(name, f"{name}'s storage holds {_room(t)} bytes from its first entry; its "
                                  f"{t.numel()} entries take {t.numel() * t.element_size()}",

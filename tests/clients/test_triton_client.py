@@ -212,6 +212,35 @@ def test_a_copy_refuses_views_it_would_write_outside_or_read_while_writing(clien
     _refused(lambda: build_kernel(resp)(src, dst), "dst")
 
 
+def test_memory_the_kernel_reads_while_it_writes_is_refused_whichever_storage_holds_it(client, monkeypatch):
+    """A gather's index sharing memory with its out (torch's index_select refuses it; the
+    kernel overwrote indices later programs read), and src and dst as two storages over one
+    numpy buffer (the check compared storages), ran and gave wrong answers."""
+    import numpy as np
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.planner_suite import permuted, view
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    n, rows, cols = 4096, 64, 4
+    gather = optimize({"op": {"kind": "gather", "src": view("int64", (rows, cols)), "axis": 0,
+                              "index": {"count": n}}})
+    src = torch.arange(rows * cols, dtype=torch.int64).view(rows, cols)
+    buf = torch.empty(n * cols + n, dtype=torch.int64)
+    out, index = buf[n:].view(n, cols), buf[n // 2: n + n // 2]
+    index.copy_(torch.randint(0, rows, (n,)))
+    assert "share memory" in _refused(lambda: build_kernel(gather, variant="tl")(src, index, out), "out")
+    copy = optimize({"op": {"kind": "copy", "src": view("float32", (17, 33)),
+                            "dst": permuted("float32", (17, 33), (1, 0))}})
+    arr = np.random.default_rng(0).standard_normal(600).astype(np.float32)
+    a = torch.from_numpy(arr[:561]).view(17, 33)
+    b = torch.from_numpy(arr[5:566]).view(33, 17).t()  # another storage over the same bytes
+    assert a.untyped_storage().data_ptr() != b.untyped_storage().data_ptr()
+    assert "share memory" in _refused(lambda: build_kernel(copy, variant="tl")(a, b), "dst")
+
+
 def test_plans_and_variants_no_kernel_can_run_are_refused_by_name(client, monkeypatch):
     """A Gluon kernel under the interpreter failed on its first call (a raw AssertionError from
     torch.cuda); an error answer passed as a response was 'kind: Field required'; a piece tile
