@@ -30,7 +30,7 @@ import urllib.request
 from dataclasses import dataclass
 
 from legalsat.diagnostics import Code, Diagnostic, InputError
-from legalsat.schemas.base import compact_json
+from legalsat.schemas.base import check_json_value, compact_json, load_json
 
 RETRIED = (429, 503)
 
@@ -58,12 +58,19 @@ class ServiceError(Exception):
 
 
 def _body_of(obj: object) -> bytes:
-    """JSON bytes of a dict / list / pydantic model (its JSON form, unset fields left out)."""
+    """JSON bytes of what the in-process API takes: a dict / list (numpy integers and tuples
+    as the JSON they stand for), a pydantic model (its JSON form, unset fields left out), or JSON
+    text (str / bytes, checked here as the service would). None is refused here, by name."""
+    if obj is None:
+        raise Code.INVALID_INPUT.error("the request is null, not a JSON object",
+                                       'pass a request object, e.g. {"op": {...}}')
+    if isinstance(obj, (str, bytes, bytearray)):
+        obj = load_json(obj, "the request")
     if hasattr(obj, "model_dump"):
         obj = obj.model_dump(mode="json", exclude_none=True)
     elif isinstance(obj, list):
         obj = [o.model_dump(mode="json", exclude_none=True) if hasattr(o, "model_dump") else o for o in obj]
-    return compact_json(obj)
+    return compact_json(check_json_value(obj, "the request"))
 
 
 def _error_of(status: int, raw: bytes) -> Exception:
@@ -126,6 +133,8 @@ class Client:
     def optimize_batch(self, requests: list) -> list:
         """POST /v1/optimize/batch: per request, in order, its response or its error object
         (`{"status": "error", "error": {...}}`); a bad item does not fail the others."""
+        if isinstance(requests, tuple):
+            requests = list(requests)
         if not isinstance(requests, list) or not requests:
             raise Code.INVALID_INPUT.error("optimize_batch takes a non-empty list of requests",
                                            "pass [request, ...]; for one request use optimize", "requests")
@@ -166,7 +175,7 @@ class Client:
 
     # ------------------------------------------------------------------ transport
     def _call(self, method: str, path: str, payload, retries: int | None = None):
-        data = None if payload is None else _body_of(payload)
+        data = None if method == "GET" else _body_of(payload)  # a POST of None is the caller's mistake, named
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = "application/json"

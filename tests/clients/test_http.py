@@ -63,6 +63,30 @@ def test_invalid_input_raises_the_same_input_error_as_in_process(svc):
     assert remote.value.headline.fix
 
 
+def test_the_client_takes_what_the_in_process_api_takes(svc):
+    """JSON text (str, bytes), numpy integers and a tuple of requests: the in-process API took
+    them; the client refused a str, raised a bare TypeError for bytes and numpy integers, and
+    sent None as a body without a Content-Type (a misleading 415)."""
+    import json
+
+    import numpy as np
+
+    import legalsat
+
+    text = json.dumps({**COPY, "request_id": "http-text"})
+    for request in (text, text.encode()):
+        assert svc.optimize(request)["plans"] == legalsat.optimize(text)["plans"]
+    shaped = {"op": {**COPY["op"], "src": {**COPY["op"]["src"], "shape": [np.int64(64), np.int64(96)]}}}
+    assert svc.optimize(shaped)["plans"] == legalsat.optimize(shaped)["plans"]
+    assert len(svc.optimize_batch((COPY, COPY))) == 2
+    with pytest.raises(InputError) as e:
+        svc.optimize(None)
+    assert "null" in e.value.headline.message
+    with pytest.raises(InputError) as e:
+        svc.optimize(b'{"op": ')
+    assert e.value.headline.code.id == "invalid_json"
+
+
 def test_batch_keeps_a_bad_item_to_itself(svc):
     out = svc.optimize_batch([{**COPY, "request_id": "b0"}, {"request_id": "b1", "op": {"kind": "copy"}}])
     assert out[0]["status"] == "ok"
