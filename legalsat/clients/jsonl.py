@@ -34,17 +34,22 @@ PARALLEL_MIN_BYTES = 1 << 20
 
 
 class Oversize(bytes):
-    """A line past the byte limit, read past without being kept: empty, with its length."""
+    """A line past the byte limit, read past without being kept: empty, with its length and
+    its first HEAD_BYTES (where a request names its request_id, for its error object)."""
 
     length: int
+    head: bytes
 
-    def __new__(cls, length: int) -> Oversize:
+    def __new__(cls, length: int, head: bytes = b"") -> Oversize:
         out = super().__new__(cls, b"")
-        out.length = length
+        out.length, out.head = length, head[:HEAD_BYTES]
         return out
 
     def __reduce__(self):  # travels to a worker in a chunk
-        return (Oversize, (self.length,))
+        return (Oversize, (self.length, self.head))
+
+
+HEAD_BYTES = 4096
 
 
 READ_STEP = 1 << 20  # bytes an oversize line is read past in, a step at a time
@@ -62,13 +67,13 @@ def bounded_lines(f: BinaryIO, max_line_bytes: int) -> Iterable[bytes]:
         if line.endswith(b"\n") or len(line) <= max_line_bytes + 1:
             yield line
             continue
-        length = len(line)
+        length, head = len(line), line[:HEAD_BYTES]
         while not line.endswith(b"\n"):
             line = f.readline(READ_STEP)
             if not line:
                 break
             length += len(line)
-        yield Oversize(length)
+        yield Oversize(length, head)
 
 
 def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
@@ -93,7 +98,8 @@ def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
                 raise Code.EMPTY_LINE.error(f"line {first_line + n} is empty")
             answer = handle(line)
         except InputError as e:
-            e.line, e.text = first_line + n, line  # where it happened, for shapers that say so
+            # where it happened, for shapers that say so (an oversize line: its first bytes)
+            e.line, e.text = first_line + n, raw.head if isinstance(raw, Oversize) else line
             answer = shape_error(e)
         write(answer + b"\n")
         n += 1
@@ -234,7 +240,7 @@ def lost_answers(shape_error: ErrorShaper, first: int, lines: list[bytes], why: 
     out = []
     for k, line in enumerate(lines):
         err = Code.WORKER_LOST.error(f"line {first + k} was not answered: {why}", fix)
-        err.line, err.text = first + k, b"" if isinstance(line, Oversize) else line.strip()
+        err.line, err.text = first + k, line.head if isinstance(line, Oversize) else line.strip()
         out.append(shape_error(err) + b"\n")
     return b"".join(out)
 

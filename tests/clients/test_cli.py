@@ -319,6 +319,18 @@ def test_batch_error_lines_keep_the_request_id_of_lines_that_do_not_parse(tmp_pa
     assert all(o["status"] == "error" and o["error"]["code"] != "internal" for o in out), out
 
 
+def test_an_oversize_batch_lines_error_keeps_its_request_id(tmp_path):
+    """The README says an oversize line's error object keeps its request_id; the line was
+    dropped unread and the object said null."""
+    big = '{"request_id": "huge", "pad": "' + "x" * 1_200_000 + '"}'
+    ok = '{"request_id": "ok", "term": "(copy (view float32 (4) (1) 16) (view float32 (4) (1) 16))"}'
+    (tmp_path / "in.jsonl").write_text(big + "\n" + ok + "\n")
+    r = run_cli("batch", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--quiet")
+    out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert r.returncode == 4 and [o["request_id"] for o in out] == ["huge", "ok"], r.stderr
+    assert out[0]["error"]["code"] == "line_too_long" and out[1]["status"] == "ok"
+
+
 def test_batch_refuses_to_write_over_its_input(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text('{"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}\n')
