@@ -242,15 +242,28 @@ class _BatchOutput:
     """A streaming command's output, counting the error lines it writes (`pattern`: how an
     error line starts, or where its error object is)."""
 
-    def __init__(self, raw, pattern: re.Pattern[bytes] = _ERROR_LINE):
-        self.raw, self.errors, self.pattern = raw, 0, pattern
+    def __init__(self, raw, pattern: re.Pattern[bytes] = _ERROR_LINE, name: str = "stdout"):
+        self.raw, self.errors, self.pattern, self.name = raw, 0, pattern, name
+
+    def _named(self, e: OSError) -> OSError:  # a write error names where (-o /proc/version: "Input/output error")
+        return type(e)(e.errno, e.strerror, self.name) if e.filename is None and e.errno is not None else e
 
     def write(self, data: bytes) -> int:
         self.errors += sum(bool(self.pattern.search(line)) for line in data.splitlines())
-        return self.raw.write(data)
+        try:
+            return self.raw.write(data)
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise self._named(e) from None
 
     def flush(self) -> None:
-        self.raw.flush()
+        try:
+            self.raw.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as e:
+            raise self._named(e) from None
 
     def fileno(self) -> int:  # where it writes (run_stream flushes each answer unless it is a file)
         return self.raw.fileno()
@@ -430,7 +443,7 @@ def _batch(args: argparse.Namespace) -> int:
             if ray_pool is not None:
                 ray_pool.shutdown()
             raise
-        out = _BatchOutput(raw)
+        out = _BatchOutput(raw, name="stdout" if args.output == "-" else f"-o {args.output}")
         try:
             if bar and args.file != "-":  # the bar's length, counted a step at a time (a line may be huge)
                 last = b"\n"

@@ -331,6 +331,16 @@ def test_an_oversize_batch_lines_error_keeps_its_request_id(tmp_path):
     assert out[0]["error"]["code"] == "line_too_long" and out[1]["status"] == "ok"
 
 
+def test_a_failing_output_is_named_with_its_flag(tmp_path):
+    """A write that fails after the open (/proc/version takes the open, not the bytes) said
+    only "Input/output error": not which file, nor that it was the output."""
+    (tmp_path / "in.jsonl").write_text('{"term": "(copy (view float32 (4) (1) 16) (view float32 (4) (1) 16))"}\n')
+    if not os.path.exists("/proc/version"):
+        pytest.skip("needs /proc")
+    r = run_cli("batch", str(tmp_path / "in.jsonl"), "-o", "/proc/version", "--quiet")
+    assert r.returncode == 2 and b"/proc/version" in r.stderr and b"Traceback" not in r.stderr, r.stderr
+
+
 def test_batch_refuses_to_write_over_its_input(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text('{"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}\n')
