@@ -9,7 +9,9 @@ the planner for `explain`, so the "why" is the planner's own.
 
 from __future__ import annotations
 
-WIDTH = 120  # columns a line may take before it is cut
+import textwrap
+
+WIDTH = 120  # columns a line may take before it is cut (a warning is wrapped: its advice is the point)
 
 
 def _cut(text: str, width: int) -> str:
@@ -33,7 +35,8 @@ def summary(out: dict) -> str:
                      + ":")
         for i, p in enumerate(plans):
             cost = p["cost"]
-            tbps = f"{cost['estimated_tbps']:.2f} TB/s" if cost.get("estimated_tbps") else ""
+            rate = cost.get("estimated_tbps")  # a small copy's rate in GB/s: 0.00 TB/s said nothing
+            tbps = "" if not rate else f"{rate:.2f} TB/s" if rate >= 0.1 else f"{rate * 1000:.1f} GB/s"
             lines.append(f"  {i + 1}. {p['strategy']:<{w}} {cost['estimated_us']:>10.2f} us {tbps:>10}")
             if p.get("explain"):
                 lines.append(_cut(f"       {p['explain'][0]}", WIDTH))
@@ -46,5 +49,8 @@ def summary(out: dict) -> str:
             more = f" (+{len(r['reasons']) - 1} more)" if len(r["reasons"]) > 1 else ""
             lines.append(_cut(f"  {r['strategy']:<{w}}  {reason['rule']}: {reason['message']}{more}", WIDTH))
     for warning in out.get("warnings", []) or []:
-        lines.append(_cut(f"warning: {warning.get('message', warning) if isinstance(warning, dict) else warning}", WIDTH))
+        w = warning if isinstance(warning, dict) else {"message": str(warning)}
+        lines += textwrap.wrap(f"warning: {w.get('message')}", WIDTH, subsequent_indent="  ")
+        if w.get("fix"):
+            lines += textwrap.wrap(f"  fix: {w['fix']}", WIDTH, subsequent_indent="    ")
     return "\n".join(lines) + "\n"

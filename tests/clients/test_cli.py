@@ -206,6 +206,20 @@ def test_summary_says_what_cut_planning_short_and_why_an_order_is_not_by_estimat
     assert ("by estimate + largest program" in text) == (times != sorted(times)), (times, text)
 
 
+def test_summary_gives_a_warnings_whole_advice_and_a_small_copys_rate():
+    """A warning was cut at 120 columns (its advice with it) and its fix never shown; a small
+    copy's rate read 0.00 TB/s."""
+    from legalsat.clients.summary import summary
+
+    out = {"status": "ok", "target": "sm90", "term": "(copy ...)",
+           "plans": [{"strategy": "direct", "cost": {"estimated_us": 3.05, "estimated_tbps": 0.011}}],
+           "warnings": [{"code": "strides_in_bytes", "message": "op.src.strides [256, 4]: " + "word " * 40 + "END",
+                         "fix": "give strides in elements", "field": "op.src.strides"}]}
+    text = summary(out)
+    assert "END" in text and "fix: give strides in elements" in text and "11.0 GB/s" in text
+    assert all(len(line) <= 120 for line in text.splitlines())
+
+
 def test_summary_refuses_options_that_are_not_an_object_as_json_output_does():
     term = "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"
     for fmt in ((), ("--format", "summary")):
