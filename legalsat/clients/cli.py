@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
 import re
@@ -23,6 +24,8 @@ from legalsat.clients.entry import EXIT_INTERRUPTED
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.schemas.base import compact_json, model_json
 from legalsat.settings import Settings, get_settings, redacted
+
+MAX_SHOWN_PROBLEMS = 8  # problems of one usage error printed (the first is the headline)
 
 
 def _settings(flags: dict[str, str], uses_target: bool = True, **overrides: object) -> Settings:
@@ -493,7 +496,12 @@ def _emit(args: argparse.Namespace) -> int:
     if args.plan and isinstance(obj, dict) and "plans" not in obj:
         raise Code.INVALID_INPUT.error(f"--plan {args.plan} picks a plan of a response, but {args.file} holds one plan",
                                        "leave out --plan, or pass the whole optimize response", "--plan")
-    plan, _ = select_plan(obj, args.plan)
+    try:
+        plan, _ = select_plan(obj, args.plan)
+    except InputError as e:  # the flag the user typed, not the Python argument behind it
+        raise InputError([dataclasses.replace(d, field="--plan", message=d.message.replace("plan_index", "--plan"),
+                                              fix=d.fix.replace("plan_index", "--plan"))
+                          if d.field == "plan_index" else d for d in e.details]) from None
     with fields_as_passed(obj, args.plan):
         emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)
@@ -678,9 +686,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(args)
     except InputError as e:
-        d = e.headline
-        where = f"{d.field}: " if d.field and d.field not in d.message else ""
-        print(f"legalsat: {where}{d.message}\n  fix: {d.fix}", file=sys.stderr)
+        for k, d in enumerate(e.details[:MAX_SHOWN_PROBLEMS]):  # every problem (two bad settings: both)
+            where = f"{d.field}: " if d.field and d.field not in d.message else ""
+            print(f"{'legalsat' if k == 0 else '  and'}: {where}{d.message}\n  fix: {d.fix}", file=sys.stderr)
+        if len(e.details) > MAX_SHOWN_PROBLEMS:
+            print(f"  and {len(e.details) - MAX_SHOWN_PROBLEMS} more", file=sys.stderr)
         return 2
     except FileNotFoundError as e:
         print(f"legalsat: no such file or directory: {e.filename}\n  fix: pass an existing input file (or - to "

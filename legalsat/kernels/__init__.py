@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import numbers
 from collections.abc import Iterator
 from math import prod
 
@@ -102,7 +103,9 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, dict | None]
         raise plan_error("plans", "the response holds no plan" + (f" (status {status})" if isinstance(status, str)
                                                                   and len(status) < 40 else ""),
                          "read its `rejected` reasons and change the request")
-    if type(plan_index) is not int:
+    if isinstance(plan_index, numbers.Integral) and not isinstance(plan_index, bool):
+        plan_index = int(plan_index)  # a numpy integer, as the rest of the API takes
+    else:
         raise plan_error("plan_index", f"plan_index is {json_kind(plan_index)} ({plan_index!r}), not an integer",
                          f"pass an integer 0..{len(plans) - 1}")
     if not 0 <= plan_index < len(plans):

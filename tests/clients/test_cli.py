@@ -355,6 +355,20 @@ def test_a_failing_output_is_named_with_its_flag(tmp_path):
     assert r.returncode == 2 and b"/proc/version" in r.stderr and b"Traceback" not in r.stderr, r.stderr
 
 
+def test_usage_errors_name_the_flag_typed_and_every_bad_setting(tmp_path):
+    """emit --plan 5 said "plan_index 5 is outside ..." (the Python argument behind the flag),
+    and of two bad LEGALSAT_ variables only the first was printed (the next run showed the other)."""
+    (tmp_path / "t.json").write_text('{"term": "(copy (view float32 (4) (1) 16) (view float32 (4) (1) 16))"}')
+    resp = run_cli("optimize", str(tmp_path / "t.json")).stdout
+    (tmp_path / "resp.json").write_bytes(resp)
+    r = run_cli("emit", str(tmp_path / "resp.json"), "--plan", "5")
+    assert r.returncode == 2 and b"--plan 5 is outside" in r.stderr and b"plan_index" not in r.stderr, r.stderr
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "optimize", str(tmp_path / "t.json")],
+                       capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_WORKERS": "0",
+                                                              "LEGALSAT_PORT": "99999"})
+    assert r.returncode == 2 and b"LEGALSAT_WORKERS" in r.stderr and b"LEGALSAT_PORT" in r.stderr, r.stderr
+
+
 def test_batch_refuses_to_write_over_its_input(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text('{"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}\n')

@@ -121,6 +121,17 @@ def test_a_response_and_index_that_are_not_what_the_planner_gives_are_named(edit
     assert e.value.headline.field == field and says in e.value.headline.message, e.value.headline
 
 
+def test_a_numpy_integer_picks_a_plan_as_an_int_does():
+    """build_kernel(resp, plan_index=np.int64(1)) was refused "not an integer", where the
+    rest of the API takes numpy integers."""
+    import numpy as np
+
+    resp = CASES["transpose 40×72 bf16"]["response"]
+    assert select_plan(resp, np.int64(1))[0] == select_plan(resp, 1)[0]
+    with pytest.raises(InputError, match="not an integer"):
+        select_plan(resp, np.float64(1))
+
+
 def test_emit_command(tmp_path):
     resp = tmp_path / "resp.json"
     response = CASES["transpose 40×72 bf16"]["response"]
