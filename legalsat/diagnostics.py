@@ -103,6 +103,9 @@ class Code(Enum):
     EGRAPH_NOT_KEPT = ("egraph_not_kept", Category.SERVICE, "the e-graph could not be kept: the shared "
                        "plan cache that holds kept e-graphs is unavailable",
                        "retry after a short wait; requests without options.keep_egraph are planned meanwhile")
+    EGRAPH_UNAVAILABLE = ("egraph_unavailable", Category.SERVICE, "the shared plan cache that holds kept e-graphs "
+                          "did not answer: whether this e-graph is kept is not known",
+                          "retry after a short wait")
     INTERNAL = ("internal", Category.INTERNAL, "a bug in legalsat",
                 "report this request to the legalsat maintainers")
 

@@ -364,3 +364,6 @@ def test_keep_egraph_without_a_store_is_refused_not_answered_with_an_id_that_nam
             assert cl.post("/v1/optimize", json=SMALL).status_code == 200  # plans are still answered
             ready = cl.get("/readyz").json()
             assert ready["status"] == "ready" and ready["plan_cache"] == "down"
+            # a kept e-graph asked for while the store is down: unknown, not "no such e-graph" (was a 404)
+            r = cl.get("/v1/egraphs/" + "0" * 32)
+            assert r.status_code == 503 and r.json()["error"]["code"] == "egraph_unavailable", r.text

@@ -18,7 +18,7 @@ from legalsat.server.planning import answer_error, run_job
 from legalsat.server.routers import answer_head
 
 router = APIRouter(prefix="/v1/egraphs", tags=["egraphs"])
-_ERRORS = error_responses(401, 404, 422)
+_ERRORS = error_responses(401, 404, 422, 429, 503, 504)  # a worker builds the page: its queue and deadline
 # the page is HTML; its errors are the JSON error shape like everywhere else
 _VIEW_ERRORS = {k: {"description": v["description"], "content": {"application/json": {
     "schema": {"$ref": "#/components/schemas/ErrorBody"}}}} for k, v in _ERRORS.items()}
@@ -26,6 +26,7 @@ _ID = re.compile(r"^[0-9a-f]{32}$")
 # the page's assets, relative to /v1/egraphs/{id}/view (so that a path prefix in front of the
 # service keeps working)
 _STATIC = "../../../static"
+_UNANSWERED = object()  # a shared cache's call past its budget
 
 
 class EgraphDoc(BaseModel):
@@ -60,10 +61,12 @@ async def _page(request: Request, state: ServiceState, egraph_id: str, view: dic
     """A kept e-graph's document or page, built by a worker (its work grows with the e-graph:
     not in the service's process); a HEAD learns that it exists and gets no body built."""
     if _ID.match(egraph_id):
-        kept = (await call(state.cache, state.cache.get_egraph, egraph_id) if state.cache.remote else
-                await asyncio.to_thread(state.cache.get_egraph, egraph_id))  # a blob of megabytes, unpacked
+        kept = (await call(state.cache, state.cache.get_egraph, egraph_id, default=_UNANSWERED) if state.cache.remote
+                else await asyncio.to_thread(state.cache.get_egraph, egraph_id))  # a blob of megabytes, unpacked
     else:
         kept = None
+    if kept is _UNANSWERED or (kept is None and not state.cache.available):  # a store that is down: not a 404
+        raise ApiError(503, Code.EGRAPH_UNAVAILABLE, headers={"Retry-After": "5"})
     if kept is None:
         raise ApiError(404, Code.NOT_FOUND, f"no kept e-graph has id {egraph_id!r} (the service keeps "
                        f"the last {state.settings.egraphs_kept})",
