@@ -205,6 +205,10 @@ def _check_redis_url(url: str) -> None:
                          "leave them out and set LEGALSAT_CACHE_TIMEOUT_MS")
 
 
+# the settings a command other than `serve` reads (the rest are the service's)
+COMMAND_LINE_SETTINGS = frozenset({"target", "workers", "max_body_bytes"})
+
+
 def get_settings(**overrides: object) -> Settings:
     """Settings from the environment, with non-None `overrides` (command-line flags) on top."""
     return Settings(**{k: v for k, v in overrides.items() if v is not None})

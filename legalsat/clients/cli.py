@@ -23,15 +23,18 @@ from collections.abc import Callable
 from legalsat.clients.entry import EXIT_INTERRUPTED
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.schemas.base import compact_json, model_json
-from legalsat.settings import Settings, get_settings, redacted
+from legalsat.settings import COMMAND_LINE_SETTINGS, Settings, get_settings, redacted
 
 MAX_SHOWN_PROBLEMS = 8  # problems of one usage error printed (the first is the headline)
 
 
-def _settings(flags: dict[str, str], uses_target: bool = True, **overrides: object) -> Settings:
+def _settings(flags: dict[str, str], uses_target: bool = True, service: bool = False,
+              **overrides: object) -> Settings:
     """`get_settings`, its validation errors as InputError naming the flag (`flags`: setting
     -> the command's flag) or the LEGALSAT_ variable each bad value came from; the target is
-    resolved only for a command that `uses_target`."""
+    resolved only for a command that `uses_target`. A command other than `serve` (`service`)
+    is refused only for the settings it reads (COMMAND_LINE_SETTINGS): a bad LEGALSAT_PORT is
+    said in a note and left to serve."""
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
 
@@ -50,8 +53,16 @@ def _settings(flags: dict[str, str], uses_target: bool = True, **overrides: obje
         raise Code.INVALID_INPUT.error(f"{var} cannot be read: {e}", f"give {var} as the JSON its type needs "
                                        '(a list as ["a", "b"])', var) from None
     except ValidationError as e:
+        errors = e.errors(include_url=False)
+        unread = {str(err["loc"][0]) for err in errors if err.get("loc")} - COMMAND_LINE_SETTINGS
+        if not service and unread and all(err.get("loc") and str(err["loc"][0]) in unread for err in errors):
+            for name in sorted(unread):
+                print(f"legalsat: note: LEGALSAT_{name.upper()} is not valid; only `legalsat serve` reads it",
+                      file=sys.stderr)
+            defaults = {name: Settings.model_fields[name].get_default(call_default_factory=True) for name in unread}
+            return _settings(flags, uses_target, service, **{**overrides, **defaults})
         problems = []
-        for err in e.errors(include_url=False):
+        for err in errors:
             name = str(err["loc"][0]) if err.get("loc") else ""
             where = flags[name] if overrides.get(name) is not None and name in flags else f"LEGALSAT_{name.upper()}"
             field = Settings.model_fields.get(name)
@@ -519,7 +530,7 @@ def _emit(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from legalsat.server import serve
 
-    settings = _settings({k: "--" + k.replace("_", "-") for k in Settings.model_fields},
+    settings = _settings({k: "--" + k.replace("_", "-") for k in Settings.model_fields}, service=True,
                          host=args.host, port=args.port, workers=args.workers,
                          queue_size=args.queue_size, deadline_ms=args.deadline_ms,
                          cache_path=args.cache_path, token=args.token, log_level=args.log_level,

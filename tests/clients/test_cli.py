@@ -367,6 +367,11 @@ def test_usage_errors_name_the_flag_typed_and_every_bad_setting(tmp_path):
                        capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_WORKERS": "0",
                                                               "LEGALSAT_PORT": "99999"})
     assert r.returncode == 2 and b"LEGALSAT_WORKERS" in r.stderr and b"LEGALSAT_PORT" in r.stderr, r.stderr
+    # a setting only the service reads does not stop a one-shot command (it did: exit 2); a note says so
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "optimize", str(tmp_path / "t.json")],
+                       capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_PORT": "99999"})
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stderr
+    assert b"LEGALSAT_PORT is not valid; only `legalsat serve` reads it" in r.stderr
 
 
 def test_batch_refuses_to_write_over_its_input(tmp_path):
