@@ -6,6 +6,8 @@ timed against the plan's estimate.
     python -m benchmarks.bench_tiles run      # GPU: compile, check, time -> $OUT/tile_results.json
     python -m benchmarks.bench_tiles run-suite  # GPU: the public suites' tiles, checked -> $OUT/tile_suite_results.json
     python -m benchmarks.bench_tiles plan-boxes  # CPU: tiles of 1 to 25 boxes a stage -> benchmarks/tile_box_plans.json
+    python -m benchmarks.bench_tiles plan-libraries  # CPU: libraries' tile loads -> benchmarks/tile_library_plans.json
+    python -m benchmarks.bench_tiles run-libraries  # GPU: checked -> $OUT/tile_library_results.json
     python -m benchmarks.bench_tiles run-boxes  # GPU: their walks, timed -> $OUT/tile_box_results.json
     python -m benchmarks.bench_tiles report tile_results.json   # CPU: the table
     python -m benchmarks.bench_tiles calibrate tile_results.json   # CPU: fit the walk's cost facts
@@ -32,6 +34,7 @@ HERE = Path(__file__).resolve().parent
 PLANS = HERE / "tile_plans.json"
 SUITE_PLANS = HERE / "tile_suite_plans.json"  # the tile loads of CuTe's and Triton's own tests
 BOX_PLANS = HERE / "tile_box_plans.json"  # one tensor, tiles of 1 to 25 TMA boxes a stage
+LIBRARY_PLANS = HERE / "tile_library_plans.json"  # FA3, FlashInfer, vLLM, DeepGEMM, FlashMLA, Triton, CuTe
 REPEATS = 5
 
 
@@ -58,12 +61,22 @@ def plan() -> None:
             print(f"planned {len(out)} tile loads into {path}")
 
 
+def _plan_into(path: Path, items: list[tuple[str, dict]]) -> None:
+    out = dict(map(_plan_one, items))
+    path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
+    print(f"planned {len(out)} tile loads into {path}")
+
+
 def plan_boxes() -> None:
     from legalsat.testing.tile_workloads import box_count_workloads
 
-    out = dict(map(_plan_one, box_count_workloads()))
-    BOX_PLANS.write_text(json.dumps(out, separators=(",", ":")) + "\n")
-    print(f"planned {len(out)} tile loads into {BOX_PLANS}")
+    _plan_into(BOX_PLANS, box_count_workloads())
+
+
+def plan_libraries() -> None:
+    from legalsat.testing.tile_workloads import library_workloads
+
+    _plan_into(LIBRARY_PLANS, library_workloads())
 
 
 # ---------------------------------------------------------------- run (GPU)
@@ -314,5 +327,7 @@ if __name__ == "__main__":
         "run-suite": lambda: run(out, None, SUITE_PLANS, timing=False, results_name="tile_suite_results.json"),
         "plan-boxes": plan_boxes,
         "run-boxes": lambda: run(out, None, BOX_PLANS, results_name="tile_box_results.json"),
+        "plan-libraries": plan_libraries,
+        "run-libraries": lambda: run(out, None, LIBRARY_PLANS, timing=False, results_name="tile_library_results.json"),
         "report": lambda results: print(table(json.loads(Path(results).read_text()))),
         "calibrate": lambda results: calibrate(Path(results))})

@@ -167,6 +167,19 @@ def tile_workloads() -> list[tuple[str, dict]]:
     return out
 
 
+def library_workloads() -> list[tuple[str, dict]]:
+    """(id and source, request) of the tile loads of attention and GEMM libraries and compiler
+    tests as their kernels issue them with TMA (legalsat/testing/data/tile_suite_libraries.jsonl:
+    FlashAttention-3's Q/K/V tiles by head dim and kBlockN, FlashInfer's paged and ragged KV,
+    vLLM's fp8/int8 CUTLASS tiles, DeepGEMM's B operands and scale rows, FlashMLA, Triton's
+    tensor-descriptor tests, CuTe's TMA tests), each with what its project does."""
+    from importlib.resources import files
+
+    text = files("legalsat.testing").joinpath("data/tile_suite_libraries.jsonl").read_text()
+    cases = [json.loads(line) for line in text.splitlines() if line.strip()]
+    return [(f"{c['id']} {c['source']}"[:200], {**c["request"], "request_id": c["id"]}) for c in cases]
+
+
 def box_count_workloads() -> list[tuple[str, dict]]:
     """One tensor each, tiles of 1 to 25 TMA boxes per stage (a tile extent that is not a power
     of two is cut into boxes of its largest power-of-two divisor): what a box per stage costs
