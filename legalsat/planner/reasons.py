@@ -27,6 +27,15 @@ _NOT_OFFERED = {
 }
 
 
+def _inner_box(extent: int, es: int) -> int:
+    """The innermost box a compiler writes for a dim of `extent` elements: 128 bytes at most,
+    in whole 16-byte units (past a short dim's end TMA fills loads and drops stores), so that
+    a dim of 5 fp32 is boxed as 8 and refused for what is wrong with the view, not for a box no
+    request named."""
+    unit = max(1, 16 // es)
+    return min(-(-extent // unit) * unit, max(unit, 128 // es))
+
+
 def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
     """Why TMA is out for a request: the legality verdict of the descriptor a compiler would
     write for the view as given (innermost dim first). The messages say "the view"; see
@@ -40,7 +49,7 @@ def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
     desc = TmaDescriptor.from_fields(
         dtype=view.dtype.tma_name, rank=len(order), global_address=placeholder_address(view.base_align),
         global_dim=[view.shape[k] for k in order], global_strides=[view.strides[k] * es for k in order[1:]],
-        box_dim=[min(view.shape[k], 256 if i else max(1, 128 // es)) for i, k in enumerate(order)],
+        box_dim=[min(view.shape[k], 256) if i else _inner_box(view.shape[k], es) for i, k in enumerate(order)],
         element_strides=[1] * len(order))
     out = []
     if view.strides[order[0]] != 1:

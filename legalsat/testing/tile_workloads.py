@@ -187,9 +187,10 @@ def box_count_workloads() -> list[tuple[str, dict]]:
     out = []
     for t in (64, 128, 136, 144, 160, 176, 192, 200, 224, 240, 256):
         out.append(_req(f"rows [1048576,64] bf16 tile {t}x64", "bfloat16", (1048576, 64), (t, 64), {"kind": "rows"}))
-    for t in (128, 144, 176, 192, 256):  # an attention K tile of head dim 128, as FA3 sizes kBlockN
-        out.append(_req(f"wgmma_b K-major [524288,128] bf16 tile {t}x128", "bfloat16", (524288, 128), (t, 128),
-                        {"kind": "wgmma_b", "major": "k"}))
+    for t in (128, 144, 176, 192, 256):  # an attention K tile of head dim 128 as S = Q K^T's B operand
+        # ([d, seq] with d contiguous: K-major), kBlockN as FA3 sizes it
+        out.append(_req(f"wgmma_b K-major [128,524288] bf16 tile 128x{t}", "bfloat16", (128, 524288), (128, t),
+                        {"kind": "wgmma_b", "major": "k"}, strides=(1, 128)))
     return [(name, {**req, "options": {"max_plans": 1}}) for name, req in out]
 
 

@@ -83,6 +83,8 @@ def test_the_boxes_of_a_stage_cost_what_the_estimate_says_nothing():
     assert results["env"]["gpu"].startswith("NVIDIA H100")
     rows = [r for r in results["rows"] if r.get("walk_ms")]
     assert len(rows) == len(plans) == 16 and all(r["exact"] and r["variant"] == "gluon" for r in rows)
+    # the B operands are read by wgmma (K-major, as an attention K tile feeds S = Q K^T)
+    assert all(plans[r["name"]]["response"]["plans"][0]["tile_load"]["wgmma"] for r in rows if "wgmma" in r["name"])
     families = defaultdict(list)
     for r in rows:
         families[r["name"].split(" tile ")[0]].append(r)

@@ -83,3 +83,19 @@ def test_a_strategy_not_reached_before_a_limit_is_said_to_be_not_reached():
     assert "not_transposing" not in rules.get("staged_smem", []), rules
     assert rules.get("staged_smem") in (None, ["not_reached"], ["planning_deadline"]), rules
     assert rules["inspector_executor"] == ["no_indices"]  # what the request's kind decides stays said
+
+
+@pytest.mark.parametrize("op", [
+    {"kind": "load_tile", "src": {"dtype": "float32", "shape": [3, 5], "strides": [5, 1]}, "tile": [64, 64],
+     "consumer": "rows"},
+    {"kind": "copy", "src": {"dtype": "float32", "shape": [3, 5], "strides": [5, 1]},
+     "dst": {"dtype": "float32", "shape": [3, 5], "strides": [1, 3]}},
+], ids=["tile", "copy"])
+def test_why_not_tma_names_the_views_fault_not_a_box_no_request_named(op):
+    """A row of 5 fp32 (20 bytes) was also refused for "inner box is 20 bytes (box_dim[0]=5)":
+    a box the request never named (a compiler boxes it as 8, TMA filling past the row's end).
+    The reasons are the views' own: their pitches, and padding them."""
+    reasons = next(r for r in optimize({"op": op})["rejected"] if r["strategy"] == "tma")["reasons"]
+    rules = [r["rule"] for r in reasons]
+    assert "global_strides.align" in rules and "allow_padding" in rules
+    assert not any(r.startswith("box_dim") for r in rules), reasons
