@@ -30,7 +30,7 @@ from legalsat.terms.strategy import Strategy
 
 # Part of every plan-cache key: a new version never serves an older version's plans. /12: no TMA
 # store of partial 16-byte rows (tma_store_row), not_reached reasons, explain's launch and limit lines.
-PLANNER_VERSION = "legalsat-planner/12"
+PLANNER_VERSION = "legalsat-planner/13"
 
 
 class Clock:
