@@ -48,7 +48,7 @@ class Code(Enum):
                         "load a tile the instruction reads, or rearrange it in shared memory before the wgmma")
     EGRAPH_TOO_LARGE = ("egraph_too_large", Category.WARNING, "the request's e-graph is larger than the service "
                         "keeps: its plans are answered, the e-graph is not kept (no egraph.id)",
-                        "lower options.node_limit (an e-node is about 400 bytes), or raise "
+                        "lower options.node_limit (an e-node is about 390 bytes), or raise "
                         "LEGALSAT_EGRAPH_MAX_BYTES", "options.keep_egraph")
     INVALID_TERM = ("invalid_term", Category.INPUT, "the movement term cannot be read",
                     'write the term as e.g. "(copy (view bfloat16 (64 64) (64 1) 16) (view ...))"')

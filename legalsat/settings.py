@@ -140,7 +140,7 @@ class Settings(BaseSettings):
     egraphs_kept: int = Field(64, ge=1, le=100_000,
                               description="e-graphs kept for the viewer (keep_egraph requests)")
     egraph_max_bytes: int = Field(32 << 20, ge=1 << 16, le=1 << 31,
-                                  description="bytes of one kept e-graph (egglog's JSON of it, about 400 an "
+                                  description="bytes of one kept e-graph (egglog's JSON of it, about 390 an "
                                   "e-node) at most: a larger one is answered without being kept (warning "
                                   "egraph_too_large), and the viewer's work on each one stays bounded")
     viewer_max_eclasses: int = Field(400, ge=10, le=100_000,
