@@ -40,6 +40,12 @@ BARRIER_OPS = frozenset({OpKind.INIT, OpKind.EXPECT_TX, OpKind.ARRIVE, OpKind.TM
 # release names the buffer it hands back as a label (synth writes it): the refill is ordered through its barrier
 BUFFER_OPS = frozenset({OpKind.TMA_LOAD, OpKind.CONSUME, OpKind.RELEASE, OpKind.GENERIC_WRITE,
                         OpKind.TMA_STORE})
+# the operations that read each field of an operation (a field given to another is a mistake)
+FIELD_OPS: dict[str, frozenset[OpKind]] = {
+    "bar": BARRIER_OPS, "buffer": BUFFER_OPS, "phase": frozenset({OpKind.WAIT}),
+    "bytes": frozenset({OpKind.EXPECT_TX, OpKind.TMA_LOAD, OpKind.TMA_STORE}),
+    "count": frozenset({OpKind.INIT, OpKind.ARRIVE, OpKind.WAIT_GROUP}),
+    "arrive": frozenset({OpKind.EXPECT_TX}), "desc": frozenset({OpKind.TMA_LOAD, OpKind.TMA_STORE})}
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,7 @@ from pydantic import Field, StrictBool, StrictInt, ValidationError
 
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.protocols.model import (
-    BARRIER_OPS,
-    BUFFER_OPS,
+    FIELD_OPS,
     Affine,
     BarrierArray,
     Block,
@@ -173,10 +172,6 @@ _NEEDS = {
     "commit_group": (), "wait_group": (), "invalidate": ("bar",),
 }
 _HOUSEKEEPING = {"init", "invalidate", "arrive"}
-# the operations that read each field beyond bar, buffer and phase
-_TAKES = {"bytes": frozenset({OpKind.EXPECT_TX, OpKind.TMA_LOAD, OpKind.TMA_STORE}),
-          "count": frozenset({OpKind.INIT, OpKind.ARRIVE, OpKind.WAIT_GROUP}),
-          "arrive": frozenset({OpKind.EXPECT_TX}), "desc": frozenset({OpKind.TMA_LOAD, OpKind.TMA_STORE})}
 # an mbarrier's arrival count and a phase's transaction count: at most 2^20 - 1 (PTX mbarrier)
 MAX_MBARRIER_COUNT = (1 << 20) - 1
 
@@ -222,14 +217,8 @@ class _Builder:
         ph = o.phase
         g = o.when
         kind = OpKind(o.op)
-        for f, takes in (("bar", BARRIER_OPS), ("buffer", BUFFER_OPS)):  # a field the op ignores is a mistake
-            if getattr(o, f) is not None and kind not in takes:
-                self.bad(f"{where}.{f}", f"{o.op} takes no {f} (it would be ignored)",
-                         f"leave {f} out, or use an operation that acts on a {f}")
-        if o.phase is not None and kind is not OpKind.WAIT:
-            self.bad(f"{where}.phase", f"{o.op} takes no phase (only wait does)", "leave phase out")
-        for f, takes in _TAKES.items():  # given (not defaulted) to an op that ignores it
-            if f in o.model_fields_set and kind not in takes:
+        for f, takes in FIELD_OPS.items():  # given (not defaulted, not null) to an op that ignores it
+            if f in o.model_fields_set and getattr(o, f) is not None and kind not in takes:
                 self.bad(f"{where}.{f}", f"{o.op} takes no {f} (it would be ignored)",
                          f"leave {f} out (it is for {', '.join(sorted(k.value for k in takes))})")
         if kind in (OpKind.INIT, OpKind.ARRIVE) and o.count is not None and not 1 <= o.count <= MAX_MBARRIER_COUNT:
