@@ -241,3 +241,18 @@ def test_a_copy_past_its_buffer_and_an_arrival_past_its_phase_are_violations():
         release]["bar"], "count": 5}
     out = legalsat.verify_pipeline(proto)
     assert "over_arrival" in {v.rule for v in out.violations}
+
+
+def test_every_protocol_a_plan_returns_is_accepted_back_and_verifies():
+    """A plan's async.protocol is verify-pipeline input as it is: the field checks (a field
+    an operation does not read is refused) must accept every field the planner writes
+    (release names its buffer, tma_load its descriptor)."""
+    from legalsat.testing.planner_suite import view
+
+    reqs = [{"op": {"kind": "copy", "src": view("bfloat16", (4096, 4096)),
+                    "dst": view("bfloat16", (4096, 4096), (1, 4096))}, "options": {"max_plans": 8}},
+            {"op": {"kind": "load_tile", "src": view("bfloat16", (4096, 4096)), "tile": [128, 64],
+                    "consumer": {"kind": "wgmma_a"}}}]
+    protocols = [a["protocol"] for r in reqs for p in legalsat.optimize(r)["plans"]
+                 for a in [p.get("async"), *(q.get("async") for q in p.get("pieces", []))] if a and a.get("protocol")]
+    assert len(protocols) >= 4 and all(legalsat.verify_pipeline(json.loads(json.dumps(p))).ok for p in protocols)
