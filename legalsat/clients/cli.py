@@ -76,6 +76,12 @@ def _settings(flags: dict[str, str], uses_target: bool = True, service: bool = F
         raise InputError(problems) from None
 
 
+def _named(e: OSError, name: str) -> OSError:
+    """`e` naming `name` as its file, where the error names none (a read or write failing
+    after its open: EIO on /proc/self/mem or /proc/version, a failing disk)."""
+    return type(e)(e.errno, e.strerror, name) if e.filename is None and e.errno is not None else e
+
+
 class _NamedInput:
     """An input file whose read errors name it (a read can fail where an open did not: EIO on
     /proc/self/mem, a failing disk), so the CLI's message says which file."""
@@ -84,9 +90,7 @@ class _NamedInput:
         self._f, self._name, self._owned = f, name, owned  # stdin is not ours to close
 
     def _named(self, e: OSError) -> OSError:
-        if e.filename is None and e.errno is not None:
-            return type(e)(e.errno, e.strerror, self._name)
-        return e
+        return _named(e, self._name)
 
     def read(self, *size: int) -> bytes:
         try:
@@ -260,7 +264,7 @@ class _BatchOutput:
         self.raw, self.errors, self.pattern, self.name = raw, 0, pattern, name
 
     def _named(self, e: OSError) -> OSError:  # a write error names where (-o /proc/version: "Input/output error")
-        return type(e)(e.errno, e.strerror, self.name) if e.filename is None and e.errno is not None else e
+        return _named(e, self.name)
 
     def write(self, data: bytes) -> int:
         self.errors += sum(bool(self.pattern.search(line)) for line in data.splitlines())
