@@ -56,13 +56,12 @@ def plan() -> None:
 
     with ProcessPoolExecutor(max(1, (os.cpu_count() or 2))) as pool:
         for path, items in ((PLANS, tile_workloads()), (SUITE_PLANS, suite_workloads())):
-            out = dict(pool.map(_plan_one, items, chunksize=4))
-            path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
-            print(f"planned {len(out)} tile loads into {path}")
+            _plan_into(path, items, functools.partial(pool.map, chunksize=4))
 
 
-def _plan_into(path: Path, items: list[tuple[str, dict]]) -> None:
-    out = dict(map(_plan_one, items))
+def _plan_into(path: Path, items: list[tuple[str, dict]], mapper=map) -> None:
+    """Plan `items` (through `mapper`: a process pool's map, or the built-in) into `path`."""
+    out = dict(mapper(_plan_one, items))
     path.write_text(json.dumps(out, separators=(",", ":")) + "\n")
     print(f"planned {len(out)} tile loads into {path}")
 

@@ -115,7 +115,7 @@ def run(responses: str, out_dir: str) -> int:
                 part = json.load(pf)
             counts.update({(k, r): c for k, r, c in part["counts"]})
             differing += part["differing"]
-    from tools.tma_store_row_probe import driver_version
+    from benchmarks.environment import driver_version
 
     result = {"device": torch.cuda.get_device_name(), "driver": driver_version(), "torch": torch.__version__,
               "triton": triton.__version__,

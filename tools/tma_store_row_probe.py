@@ -1,6 +1,6 @@
 """Where a TMA store writes when its rows are not a multiple of 16 bytes (GPU machine).
 
-    python tools/tma_store_row_probe.py OUT.json
+    python -m tools.tma_store_row_probe OUT.json
 
 Each case stores boxes of 7s through a Triton tensor descriptor over a view of `rows` x
 `cols` elements at a row pitch of `pitch` elements (the gap after each row filled with -1),
@@ -25,6 +25,8 @@ def main(path: str) -> int:
     import triton
     import triton.language as tl
     from triton.tools.tensor_descriptor import TensorDescriptor
+
+    from benchmarks.environment import driver_version
 
     @triton.jit
     def store_boxes(desc, BR: tl.constexpr, BC: tl.constexpr, DT: tl.constexpr):
@@ -51,17 +53,6 @@ def main(path: str) -> int:
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
     return 0
-
-
-def driver_version() -> str | None:
-    """The NVIDIA driver's version, as nvidia-smi reports it (None without one)."""
-    import subprocess
-
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"], capture_output=True,
-                              text=True, timeout=30).stdout.split()[0]
-    except (OSError, IndexError, subprocess.SubprocessError):
-        return None
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ CHUNK_LINES = 4000
 PARALLEL_MIN_BYTES = 1 << 20
 
 
+HEAD_BYTES = 4096  # of an oversize line, kept for its error object
+
+
 class Oversize(bytes):
     """A line past the byte limit, read past without being kept: empty, with its length and
     its first HEAD_BYTES (where a request names its request_id, for its error object)."""
@@ -42,14 +45,12 @@ class Oversize(bytes):
 
     def __new__(cls, length: int, head: bytes = b"") -> Oversize:
         out = super().__new__(cls, b"")
-        out.length, out.head = length, head[:HEAD_BYTES]
+        out.length, out.head = length, head
         return out
 
     def __reduce__(self):  # travels to a worker in a chunk
         return (Oversize, (self.length, self.head))
 
-
-HEAD_BYTES = 4096
 
 
 READ_STEP = 1 << 20  # bytes an oversize line is read past in, a step at a time

@@ -15,6 +15,7 @@ from legalsat.planner.build.common import placeholder_address
 from legalsat.planner.request import PlanRequest
 from legalsat.targets import Target
 from legalsat.terms.descriptor import TmaDescriptor
+from legalsat.terms.integers import cdiv
 from legalsat.terms.movement import Copy, Gather, LoadTile, View
 from legalsat.terms.strategy import Strategy
 
@@ -33,7 +34,7 @@ def _inner_box(extent: int, es: int) -> int:
     a dim of 5 fp32 is boxed as 8 and refused for what is wrong with the view, not for a box no
     request named."""
     unit = max(1, 16 // es)
-    return min(-(-extent // unit) * unit, max(unit, 128 // es))
+    return min(cdiv(extent, unit) * unit, max(unit, 128 // es))
 
 
 def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:

@@ -76,8 +76,8 @@ Count = Annotated[StrictInt, Field(ge=-MAX_TRIP, le=MAX_TRIP)] | Literal["N"] | 
 # The verifier's work, bounded before it runs: each run (one trip count) unrolls the protocol
 # into operations whose happens-before sets and read/write pairs grow with the square of their
 # number, so the bound is on the sum over the trip counts checked of (operations per run)^2.
-# 2.5e8: 1-2 s of verification on the 2-core development machine at the bound
-# (`python -m benchmarks.bench_protocol_verify --bound`, benchmarks/RESULTS.md).
+# 2.5e8: at most 0.5 s of verification on the 2-core development machine at 0.94-1.00 of the
+# bound (`python -m benchmarks.bench_protocol_verify --bound`, benchmarks/RESULTS.md).
 MAX_VERIFY_WORK = 250_000_000
 MAX_TRIP_COUNTS = 4096  # trip counts checked when none is declared (legalsat.protocols.verify.trip_count_range)
 

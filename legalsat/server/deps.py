@@ -12,9 +12,9 @@ from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.requests import ClientDisconnect
 
-from legalsat.diagnostics import Code, InputError
+from legalsat.diagnostics import Code, InputError, shown
 from legalsat.schemas.base import MAX_VALUES, check_json_value, load_json
-from legalsat.schemas.validation import did_you_mean, json_kind, shown
+from legalsat.schemas.validation import did_you_mean, json_kind
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics

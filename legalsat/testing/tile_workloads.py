@@ -167,17 +167,18 @@ def tile_workloads() -> list[tuple[str, dict]]:
     return out
 
 
-def library_workloads() -> list[tuple[str, dict]]:
-    """(id and source, request) of the tile loads of attention and GEMM libraries and compiler
-    tests as their kernels issue them with TMA (legalsat/testing/data/tile_suite_libraries.jsonl:
-    FlashAttention-3's Q/K/V tiles by head dim and kBlockN, FlashInfer's paged and ragged KV,
-    vLLM's fp8/int8 CUTLASS tiles, DeepGEMM's B operands and scale rows, FlashMLA, Triton's
-    tensor-descriptor tests, CuTe's TMA tests), each with what its project does."""
-    from importlib.resources import files
+def library_cases() -> list[dict]:
+    """The tile loads of attention and GEMM libraries and compiler tests as their kernels issue
+    them with TMA (legalsat/testing/data/tile_suite_libraries.jsonl: FlashAttention-3's Q/K/V
+    tiles by head dim and kBlockN, FlashInfer's paged and ragged KV, vLLM's fp8/int8 CUTLASS
+    tiles, DeepGEMM's B operands and scale rows, FlashMLA, Triton's tensor-descriptor tests,
+    CuTe's TMA tests): each its id, source, what its project does, and its request."""
+    return _data_cases("tile_suite_libraries.jsonl")
 
-    text = files("legalsat.testing").joinpath("data/tile_suite_libraries.jsonl").read_text()
-    cases = [json.loads(line) for line in text.splitlines() if line.strip()]
-    return [(f"{c['id']} {c['source']}"[:200], {**c["request"], "request_id": c["id"]}) for c in cases]
+
+def library_workloads() -> list[tuple[str, dict]]:
+    """(id and source, request) of every library case."""
+    return [(f"{c['id']} {c['source']}"[:200], {**c["request"], "request_id": c["id"]}) for c in library_cases()]
 
 
 def box_count_workloads() -> list[tuple[str, dict]]:
@@ -209,9 +210,14 @@ def tile_elements(req: dict) -> int:
 def suite_cases() -> list[dict]:
     """The tile loads of CuTe's Hopper TMA tests and Triton's tensor-descriptor tests
     (legalsat/testing/data/tile_suite.jsonl; tools/tile_suite.py writes it)."""
+    return _data_cases("tile_suite.jsonl")
+
+
+def _data_cases(name: str) -> list[dict]:
+    """The records of a JSON Lines file of legalsat/testing/data."""
     from importlib.resources import files
 
-    text = files("legalsat.testing").joinpath("data/tile_suite.jsonl").read_text()
+    text = files("legalsat.testing").joinpath("data", name).read_text()
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 

@@ -8,16 +8,12 @@ H100 (tests/kernels/test_tile_hardware.py replays that run)."""
 
 from __future__ import annotations
 
-import json
-from importlib.resources import files
-
 import pytest
 
 import legalsat
-from legalsat.testing.tile_workloads import library_workloads
+from legalsat.testing.tile_workloads import library_cases, library_workloads
 
-CASES = {c["id"]: c for c in (json.loads(line) for line in files("legalsat.testing").joinpath(
-    "data/tile_suite_libraries.jsonl").read_text().splitlines() if line.strip())}
+CASES = {c["id"]: c for c in library_cases()}
 REQUESTS = {req["request_id"]: req for _, req in library_workloads()}
 SWIZZLE = {0: "none", 32: "32B", 64: "64B", 128: "128B"}
 
