@@ -60,14 +60,10 @@ class _Job:
     deadline: float  # time.monotonic()
     grace: float = 0.0  # seconds of the deadline past the job's own time budget
     future: Future = field(default_factory=Future)
-    queued: float = field(default_factory=time.monotonic)
-
-
-# A job that reached a worker this soon after it was queued waited for the hand-off to the
-# worker's thread, not behind other jobs: with a budget shorter than that (timeout_ms 1) it
-# still plans, with 1 ms, and answers what that budget allows; it is not a 504 that blames a
-# busy service.
-HANDOFF_S = 0.05
+    # queued behind other jobs (none waiting and a worker free when it came: it waits only for the
+    # hand-off to that worker's thread, and a budget shorter than that, timeout_ms 1, still plans,
+    # with 1 ms, instead of a 504 that blames a busy service)
+    behind: bool = True
 
 
 
@@ -159,7 +155,7 @@ class _Slot:
         # in what is left of its deadline (and says what it could not finish), instead of
         # planning its full budget and having its worker killed at the deadline
         left = remaining - job.grace
-        if left <= 0 and (remaining <= 0 or time.monotonic() - job.queued > HANDOFF_S):
+        if left <= 0 and (remaining <= 0 or job.behind):
             job.future.set_exception(DeadlineExceeded(waited=True))  # all of its time went waiting
             return
         budget_ms = max(1, int(left * 1000))
@@ -222,7 +218,8 @@ class WorkerPool:
         of the deadline less `grace_s` as the job's time budget when it starts it."""
         if self.closing:
             raise PoolClosed()
-        job = _Job(kind, payload, deadline, grace_s)
+        free = self.jobs.qsize() == 0 and any(s.busy_since is None for s in self.slots)
+        job = _Job(kind, payload, deadline, grace_s, behind=not free)
         try:
             self.jobs.put_nowait(job)
         except queue.Full:
