@@ -163,8 +163,10 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
     interactive = not regular and interactive_pipes
     to_file = is_regular_file(out)  # else a reader (a pipe, a terminal) sees each answer as it is written
     if interactive or (executor is None and workers <= 1) or (regular and size < parallel_min_bytes):
+        # each answer flushed for a caller that waits on it (input and output both pipes or
+        # terminals); a file read into a pipe or /dev/null is written in buffered blocks
         return process_lines(bounded_lines(f, max_line_bytes), out, make_handler(), shape_error, max_line_bytes,
-                             flush_each=not to_file)
+                             flush_each=interactive and not to_file)
     n = done = 0
     pending: deque[_Chunk] = deque()
     make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method),

@@ -374,6 +374,33 @@ def test_usage_errors_name_the_flag_typed_and_every_bad_setting(tmp_path):
     assert b"LEGALSAT_PORT is not valid; only `legalsat serve` reads it" in r.stderr
 
 
+def test_a_file_answered_into_a_pipe_is_not_flushed_line_by_line(tmp_path):
+    """The serial path flushed every answer whenever its output was not a file: a file read into
+    a pipe or /dev/null paid a write per line. Only an interactive input (a pipe, a terminal)
+    whose reader waits on each answer is flushed line by line."""
+    import io
+
+    from legalsat.clients.jsonl import run_stream
+
+    class Counting(io.BytesIO):  # no descriptor: not a regular file
+        flushes = 0
+
+        def flush(self) -> None:
+            Counting.flushes += 1
+
+    (tmp_path / "in.jsonl").write_bytes(b"a\nb\nc\n")
+    for interactive, want in ((False, 0), (True, 3)):
+        Counting.flushes = 0
+        with open(tmp_path / "in.jsonl", "rb") as f:
+            if interactive:  # the same lines from a pipe
+                r, w = os.pipe()
+                os.write(w, f.read())
+                os.close(w)
+                f = os.fdopen(r, "rb")
+            n = run_stream(f, Counting(), None, lambda: (lambda line: line.upper()), None, 1 << 20, 1)
+        assert n == 3 and Counting.flushes == want, (interactive, Counting.flushes)
+
+
 def test_batch_refuses_to_write_over_its_input(tmp_path):
     src = tmp_path / "in.jsonl"
     src.write_text('{"term": "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"}\n')
