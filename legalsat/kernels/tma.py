@@ -16,7 +16,7 @@ from math import prod
 from legalsat.kernels.source import DescriptorSpec, Launch, decompose, program_id
 from legalsat.kernels.words import plan_error, word_bytes
 from legalsat.schemas.plan import DescriptorOut, PieceOut
-from legalsat.terms.descriptor import Swizzle
+from legalsat.terms.descriptor import Swizzle, store_row_overrun
 from legalsat.terms.integers import cdiv
 
 
@@ -95,9 +95,10 @@ def tma_piece(piece: PieceOut, field: str) -> TmaPiece:
     w = word_bytes(eb)
     scale = eb // w
     (li, ld), (si, sd) = by_role["load"], by_role["store"]
-    if sd.global_dim[0] * w % 16:  # the planner's tma_store_row: refused for a plan edited or cached before it
+    if store_row_overrun(sd.global_dim[0] * w):  # the planner's tma_store_row, for a plan edited or cached before it
         raise plan_error(f"{field}.descriptors[{si}].global_dim", f"the store's rows are {sd.global_dim[0] * w} bytes; "
-                         "a TMA store writes whole 16-byte chunks, past the end of each row",
+                         f"a TMA store writes whole 16-byte chunks, {store_row_overrun(sd.global_dim[0] * w)} bytes "
+                         "past the end of each row",
                          "plan the request again (the planner stores such rows with a direct tail piece)")
     src_dims = _match_dims(piece, ld, "src", f"{field}.descriptors[{li}]")
     dst_dims = _match_dims(piece, sd, "dst", f"{field}.descriptors[{si}]")

@@ -97,6 +97,13 @@ UINT32_MAX = (1 << 32) - 1
 UINT64_MAX = (1 << 64) - 1
 
 
+def store_row_overrun(row_bytes: int) -> int:
+    """Bytes a TMA store writes past the end of a box row of `row_bytes`: the unit writes
+    whole 16-byte chunks (measured on the H100: tools/tma_store_row_probe.py), so a row that is
+    no multiple of 16 bytes gets the rest of its last chunk written, into whatever follows it."""
+    return -row_bytes % 16
+
+
 @dataclass(frozen=True)
 class TmaDescriptor:
     """Arguments of one `cuTensorMapEncodeTiled` call, innermost dimension first.

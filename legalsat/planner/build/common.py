@@ -12,7 +12,7 @@ from legalsat.planner.plan import AsyncPipeline, Descriptor, Dim
 from legalsat.planner.solve import Infeasible
 from legalsat.protocols.synth import TmaPipelineSpec, synthesize_tma_pipeline
 from legalsat.targets import Target
-from legalsat.terms.descriptor import Swizzle, TmaDescriptor
+from legalsat.terms.descriptor import Swizzle, TmaDescriptor, store_row_overrun
 from legalsat.terms.dtypes import WORD_DTYPES
 
 PLACEHOLDER_BASE = 1 << 40
@@ -33,10 +33,10 @@ def checked(desc: TmaDescriptor, target: Target, role: str, prefix: str = "") ->
     if violations:
         raise Infeasible([v.code.at(prefix + v.message, v.fix, field=v.field, index=v.index) for v in violations])
     row = desc.global_dim[0] * desc.dtype.storage_bits // 8
-    if role == "store" and row % 16:
+    if role == "store" and store_row_overrun(row):
         raise Infeasible([Code.TMA_STORE_ROW.at(
-            f"{prefix}its rows are {row} bytes: a TMA store would write {16 - row % 16} bytes past the end of each "
-            "(whole 16-byte chunks), into the gap before the next row")])
+            f"{prefix}its rows are {row} bytes: a TMA store would write {store_row_overrun(row)} bytes past the end "
+            "of each (whole 16-byte chunks), into the gap before the next row")])
     return Descriptor(desc, role)
 
 
