@@ -79,7 +79,9 @@ def _egraph_page(payload: dict, budget_ms: int | None = None) -> Answer:
     if view is None:
         return 200, compact_json(model), {}
     shown = shown_classes(model, view["max_eclasses"])
-    first = shown_classes(model, min(view["first_eclasses"], view["max_eclasses"]))
+    opening = min(view["first_eclasses"], view["max_eclasses"])
+    # past the limit `shown` is breadth-first from the plans: its first e-classes are the opening's
+    first = shown[:opening] if len(model["eclasses"]) > view["max_eclasses"] else shown_classes(model, opening)
     return 200, view_html(model, shown, first, view["collapse_enodes"], view["static"]).encode(), {}
 
 

@@ -72,6 +72,8 @@ def test_large_egraphs_collapse_around_the_plans():
     island = _island(page)  # the page carries only what it can draw
     assert {c["id"] for c in island["eclasses"]} == set(keep) and island["enode_count"] == big["enode_count"]
     assert {n["eclass"] for n in island["enodes"]} <= set(keep)
+    # the worker opens the page on a prefix of what it draws (one breadth-first walk, not two)
+    assert all(shown_classes(big, n)[:k] == shown_classes(big, k) for n, k in ((40, 12), (20, 20), (30, 5)))
 
 
 def _island(page: str) -> dict:
