@@ -10,7 +10,8 @@ REPEATS = 3
 # runs) take more do_bench runs
 SHORT_MS, SHORT_REPEATS = 0.05, 11
 METHOD = (f"median of {REPEATS} do_bench(return_mode='median') runs ({SHORT_REPEATS} for items under "
-          f"{SHORT_MS * 1000:.0f} us); a workload's candidates timed in interleaved rounds")
+          f"{SHORT_MS * 1000:.0f} us); a workload's candidates, PyTorch, torch.compile and the same-size "
+          "copies timed together in interleaved rounds")
 
 
 def same_size_copy(moved_bytes: int, device="cuda") -> Callable[[], object]:
@@ -65,12 +66,11 @@ def timed_together(fns: list[Callable[[], object]], spreads: list[float] | None 
     return out
 
 
-def candidates(name: str, response: dict, inp, want, time_it: bool, gluon: bool,
-               spreads: list[float] | None = None) -> list[dict]:
+def checked_kernels(name: str, response: dict, inp, want, gluon: bool) -> tuple[list[dict], list]:
     """Every plan of `response` as a kernel (TMA plans as the tl and, with `gluon`, the Gluon
-    variant): output poisoned, compared bit for bit with `want`; then the exact ones timed
-    together (`timed_together`) when `time_it`. A kernel that fails is a result, reported
-    with its error."""
+    variant): output poisoned, compared bit for bit with `want`. Returns one record per
+    kernel and the (record, kernel) pairs of the exact ones. A kernel that fails is a result,
+    reported with its error."""
     import torch
 
     from legalsat.clients.triton import build_kernel
@@ -93,11 +93,26 @@ def candidates(name: str, response: dict, inp, want, time_it: bool, gluon: bool,
                 cand["exact"] = False
                 cand["error"] = f"{type(e).__name__}: {str(e)[:400]}"
             out.append(cand)
-    if time_it and kernels:
-        times = timed_together([lambda k=k: inp.call(k, check=False) for _, k in kernels], spreads)
-        for (cand, _), ms in zip(kernels, times):
+    return out, kernels
+
+
+def candidates(name: str, response: dict, inp, want, time_it: bool, gluon: bool,
+               spreads: list[float] | None = None,
+               peers: dict[str, Callable[[], object]] | None = None) -> tuple[list[dict], dict[str, float]]:
+    """`checked_kernels`, then, when `time_it`, the exact ones timed together with `peers`
+    (PyTorch, torch.compile, same-size copies: name -> function) in the same interleaved
+    rounds (`timed_together`), so that every figure of a workload's row comes from one set of
+    rounds. Returns the candidate records (with `ms` when timed) and each peer's time in ms."""
+    out, kernels = checked_kernels(name, response, inp, want, gluon)
+    peer_ms: dict[str, float] = {}
+    if time_it:
+        named = list((peers or {}).items())
+        fns = [fn for _, fn in named] + [lambda k=k: inp.call(k, check=False) for _, k in kernels]
+        times = timed_together(fns, spreads)
+        peer_ms = {label: ms for (label, _), ms in zip(named, times)}
+        for (cand, _), ms in zip(kernels, times[len(named):]):
             cand["ms"] = ms
     for cand in out:
         print(f"  {name:48s} {cand['strategy']:18s} {cand['variant']:5s} exact={cand['exact']} "
               f"{cand.get('ms', float('nan')):.4f} ms {cand.get('error', '')[:200]}", flush=True)
-    return out
+    return out, peer_ms
