@@ -6,6 +6,10 @@ candidate reached after it is spent is rejected with `planning_deadline`. A stag
 out of its share reports a named reason (`solver_timeout`, `proof_budget`), never a hang.
 The same holds whoever calls: the command line, the Python API and the service's workers
 (whose hard deadline, past which a worker is killed, adds a grace for process overhead).
+
+A budget knows what set it: the request's own `options.timeout_ms`, or a caller's cap below it
+(the service's LEGALSAT_DEADLINE_MS); what a stage reports when it runs out names that one and
+the fix that would change it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 _DEADLINE: ContextVar[float | None] = ContextVar("legalsat_planning_deadline", default=None)
+# (budget in ms, the cap's name when a caller's cap set it below the request's timeout_ms)
+_SET_BY: ContextVar[tuple[int, str | None]] = ContextVar("legalsat_budget_set_by", default=(0, None))
 
 SOLVER_MAX_MS = 2000  # one z3 problem never takes more, whatever the budget
 ISL_OPERATIONS_PER_MS = 2000  # islpy's operation counter, about a millisecond's worth on one core
@@ -23,15 +29,31 @@ ISL_MIN_OPERATIONS = 200_000  # a proof always gets this much (small proofs take
 
 
 @contextmanager
-def deadline(timeout_ms: int) -> Iterator[None]:
-    """Plan under a budget of `timeout_ms` from now (nested budgets keep the earlier end)."""
+def deadline(timeout_ms: int, capped_by: str | None = None) -> Iterator[None]:
+    """Plan under a budget of `timeout_ms` from now (nested budgets keep the earlier end).
+    `capped_by`: the name of the cap that set `timeout_ms` below the request's own."""
     end = time.monotonic() + timeout_ms / 1000
     outer = _DEADLINE.get()
     token = _DEADLINE.set(end if outer is None else min(outer, end))
+    named = _SET_BY.set((timeout_ms, capped_by))
     try:
         yield
     finally:
+        _SET_BY.reset(named)
         _DEADLINE.reset(token)
+
+
+def budget_name() -> str:
+    """What set the current budget, for messages: the request's timeout_ms or a caller's cap."""
+    ms, cap = _SET_BY.get()
+    return f"the {cap} cap ({ms} ms, below the request's timeout_ms)" if cap else f"the request's timeout_ms ({ms} ms)"
+
+
+def budget_fix(fix: str) -> str:
+    """`fix` when the request's own timeout_ms set the budget; else how to change the cap."""
+    _, cap = _SET_BY.get()
+    return (f"the service plans within {cap}: raise it where the service runs, or plan this request with "
+            "`legalsat optimize` (no cap)") if cap else fix
 
 
 def remaining_ms() -> float | None:

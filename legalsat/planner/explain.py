@@ -153,6 +153,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
                         f"({walk.fact})")
             if p.smem is not None and p.strategy == Strategy.TMA:
                 headline += f", {conflict} shared memory"
+    elif sort_us and sort_us >= max(launch_us, bw_us):
+        headline = (f"sort-dominated: sorting the slots by group ({GROUP_SORT_LAUNCHES} launches) is {sort_us:.2f} "
+                    f"of its {us:.2f} us")
     elif eff is None or launch_us >= bw_us:  # "launch-bound" is the ranking's word (rank.launch_bound)
         word = "launch-bound" if launch_bound(p, c) else "launch-dominated"
         headline = f"{word}: {charged} launch(es) are {launch_us:.2f} of its {us:.2f} us"
@@ -166,7 +169,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
             what += f", after {len(p.gather.inspector.passes)} inspector passes"
         if sort_us:
             what += f", after sorting the slots by group ({sort_us:.2f} us)"
-        headline = f"bandwidth-bound at {eff:.0%} of copy bandwidth: {what}"
+        headline = f"bandwidth-bound at {_share(eff)} of copy bandwidth: {what}"
     bound = launch_bound(p, c)
     if bound and p.pieces:
         facts.append(f"largest program: {_fmt_bytes(longest_program_bytes(p))} read and written alone at "
@@ -202,7 +205,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
                 f"{_fmt_bytes(p.gather.index_count * c.sort_bytes_per_slot)} of keys and values read and written "
                 f"at {GROUP_SORT_EFFICIENCY / 10:.0f}%)" if sort_us else "")
         estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us{sort} + {_fmt_bytes(p.cost.bytes_moved)} "
-                    f"read and written at {c.copy_bandwidth_gbps} GB/s x {eff:.0%}")
+                    f"read and written at {c.copy_bandwidth_gbps} GB/s x {_share(eff)}")
     else:
         estimate = f"estimated {us:.2f} us"
     lines = [headline, standing, estimate + f" ({c.source})", *facts]
@@ -210,6 +213,11 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
     lines += [f"needs {r.side} stride {r.old_stride_bytes} -> {r.new_stride_bytes} bytes (allow_padding)"
               for r in p.relayout]
     return tuple(lines)
+
+
+def _share(x: float) -> str:
+    """A share as a percentage with the digits it needs (0.3%, not 0%)."""
+    return f"{x:.0%}" if x >= 0.095 else f"{x:.2g}" if x < 1e-4 else f"{100 * x:.2g}%"
 
 
 def _group_sort_us(req: PlanRequest, p: Plan) -> float:

@@ -15,7 +15,7 @@ import uuid
 
 from legalsat.diagnostics import Code
 from legalsat.planner import stages
-from legalsat.planner.budget import deadline, remaining_ms
+from legalsat.planner.budget import budget_fix, budget_name, deadline, remaining_ms
 from legalsat.planner.build import Built
 from legalsat.planner.explain import explain
 from legalsat.planner.formulation import Candidate
@@ -31,7 +31,7 @@ from legalsat.terms.strategy import Strategy
 # Part of every plan-cache key: a new version never serves an older version's plans. /12: no TMA
 # store of partial 16-byte rows (tma_store_row), not_reached reasons, explain's launch and limit lines.
 # /13: the wgmma_unreadable warning, and "why not TMA" without a box no request named.
-PLANNER_VERSION = "legalsat-planner/13"
+PLANNER_VERSION = "legalsat-planner/14"
 
 
 class Clock:
@@ -74,7 +74,7 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
 def optimize(req: PlanRequest) -> PlanResponse:
     """Plan one validated request (see the module docstring) within its timeout_ms
     (legalsat.planner.budget)."""
-    with deadline(req.options.timeout_ms):
+    with deadline(req.options.timeout_ms, req.options.timeout_capped_by):
         return _optimize(req)
 
 
@@ -94,7 +94,8 @@ def _optimize(req: PlanRequest) -> PlanResponse:
             break
         if remaining_ms() == 0:  # the budget is spent: what was not reached says so
             rejected.append(Rejected(cand.strategy, cand.term, (Code.PLANNING_DEADLINE.at(
-                f"the request's timeout_ms ({req.options.timeout_ms}) was spent before this candidate was solved"),)))
+                f"{budget_name()} was spent before this candidate was solved",
+                budget_fix(Code.PLANNING_DEADLINE.default_fix)),)))
             continue
         try:
             plans.append(plan_candidate(req, cand, clock))
@@ -111,6 +112,6 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     # a wgmma operand the best plan lands where the tensor core cannot read it: said at the top,
     # not only in its tile_load.note (a client that reads status and strategy would go on)
     unreadable = tuple(p.tile_load.note for p in plans[:1] if p.tile_load is not None and p.tile_load.note)
-    return PlanResponse(req.request_id or uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
+    return PlanResponse(req.request_id if req.request_id is not None else uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
                         "ok" if plans else "infeasible", tuple(plans), tuple(rejected), report, clock.result(),
                         snapshot, req.warnings + unreadable)

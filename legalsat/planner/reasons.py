@@ -11,6 +11,7 @@ from dataclasses import replace
 
 from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.diagnostics import Code, Diagnostic
+from legalsat.planner.budget import budget_fix
 from legalsat.planner.build.common import placeholder_address
 from legalsat.planner.request import PlanRequest
 from legalsat.targets import Target
@@ -94,7 +95,7 @@ def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
     if isinstance(m, Gather):
         return [Code.GATHER_TMA.at()]
     views = [("op.src", m.src)] + ([("op.dst", m.dst)] if isinstance(m, Copy) else [])
-    reasons = [_of(name, r) for name, v in views for r in natural_descriptor(v, req.target)]
+    reasons = [_in_request_terms(name, v, r) for name, v in views for r in natural_descriptor(v, req.target)]
     if isinstance(m, LoadTile):
         reasons += tile_inner_reasons(m)
     if isinstance(m, Copy) and m.src.base_align % 16 == 0 and m.dst.base_align % 16 == 0 and not reasons:
@@ -102,6 +103,17 @@ def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
     if any(r.code is Code.GLOBAL_STRIDES_ALIGN for r in reasons) and not req.options.allow_padding:
         reasons.append(Code.ALLOW_PADDING.at())
     return reasons or [Code.TMA_UNAVAILABLE.at()]
+
+
+def _in_request_terms(name: str, v: View, d: Diagnostic) -> Diagnostic:
+    """A descriptor rule's reason about the view `name`, in the request's own terms: the base's
+    alignment is the view's base_align (the descriptor's address is a placeholder the request
+    never sent), else `_of`."""
+    if d.code is Code.GLOBAL_ADDRESS_ALIGN:  # 16 bytes: a view's descriptor has no interleave, no packed type
+        return Code.GLOBAL_ADDRESS_ALIGN.at(f"{name}.base_align is {v.base_align}; TMA needs a 16-byte aligned base",
+                                            "allocate the tensor (and start the view) on a 16-byte boundary, then "
+                                            "send that base_align", field=f"{name}.base_align")
+    return _of(name, d)
 
 
 def _of(name: str, d: Diagnostic) -> Diagnostic:
@@ -127,6 +139,7 @@ def why_not(req: PlanRequest, strategy: Strategy, stopped: str | None = None) ->
     if isinstance(m, Gather) and strategy is Strategy.SHUFFLE:
         return [Code.NOT_WARP_LOCAL.at()]
     if stopped is not None:
+        fix = budget_fix(Code.NOT_REACHED.default_fix) if stopped == "time_limit" else None
         return [Code.NOT_REACHED.at(f"saturation stopped by its {stopped} before it found a {strategy.value} "
-                                    "formulation")]
+                                    "formulation", fix)]
     return [_NOT_OFFERED[strategy].at()]

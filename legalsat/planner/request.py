@@ -27,6 +27,8 @@ class PlanOptions:
     smem_bytes: int | None = None
     explain: bool = False
     keep_egraph: bool = False
+    # the name of a caller's cap that set timeout_ms below the request's own (None: the request's)
+    timeout_capped_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -40,15 +42,18 @@ class PlanRequest:
     request_id: str | None = None
     warnings: tuple[Diagnostic, ...] = ()  # valid input that is likely not what was meant
 
-    def within(self, max_timeout_ms: int | None = None, max_node_limit: int | None = None) -> PlanRequest:
+    def within(self, max_timeout_ms: int | None = None, max_node_limit: int | None = None,
+               timeout_cap: str = "LEGALSAT_DEADLINE_MS") -> PlanRequest:
         """This request with its budget and node limit capped (a server's deadline, what a
-        worker's memory holds); the caps a caller sets, applied to the validated options."""
+        worker's memory holds); the caps a caller sets, applied to the validated options.
+        A budget the cap lowered is reported as `timeout_cap`'s, not the request's."""
         o = self.options
         timeout = min(o.timeout_ms, max_timeout_ms or o.timeout_ms)
         nodes = min(o.node_limit, max_node_limit or o.node_limit)
         if (timeout, nodes) == (o.timeout_ms, o.node_limit):
             return self
-        return replace(self, options=replace(o, timeout_ms=timeout, node_limit=nodes))
+        capped = timeout_cap if timeout < o.timeout_ms else None
+        return replace(self, options=replace(o, timeout_ms=timeout, node_limit=nodes, timeout_capped_by=capped))
 
     @property
     def smem_bytes(self) -> int:

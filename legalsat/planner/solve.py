@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass, field
 
 from legalsat.diagnostics import Code, Diagnostic
-from legalsat.planner.budget import solver_ms
+from legalsat.planner.budget import budget_fix, solver_ms
 from legalsat.planner.formulation import Region
 from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least, pow2_at_most
 from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
@@ -81,7 +81,8 @@ class FieldProblem:
         result = self.opt.check()
         if result == z3.unknown:
             raise Infeasible([Code.SOLVER_TIMEOUT.at(f"z3 found no {self.what} within its {self.timeout_ms} ms "
-                                                     f"({self.opt.reason_unknown()})")])
+                                                     f"({self.opt.reason_unknown()})",
+                                                     budget_fix(Code.SOLVER_TIMEOUT.default_fix))])
         if result != z3.sat:
             core = [self.explanations[str(c)] for c in self.opt.unsat_core()]
             actionable = [code.at(message, fix) for code, message, fix in core if code is not None]

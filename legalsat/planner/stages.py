@@ -13,12 +13,13 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import Enum
 
 from legalsat.diagnostics import Code, Diagnostic
-from legalsat.planner.budget import isl_operations
+from legalsat.planner.budget import budget_fix, budget_name, isl_operations, remaining_ms
 from legalsat.planner.build import Built, build
 from legalsat.planner.extract import extract as _extract
 from legalsat.planner.formulation import Candidate
@@ -57,23 +58,39 @@ def solve(req: PlanRequest, cand: Candidate) -> Built:
 
 def verify(built: Built) -> Proof:
     """Stage `verify`: the islpy proof of a built plan, within islpy's share of the request's
-    budget (raises Infeasible `proof_budget` when it does not finish in it)."""
+    budget (raises Infeasible `proof_budget` when it does not finish in it).
+
+    islpy counts operations, not time, and how many it does a millisecond differs from proof
+    to proof (a rank-8 permute's ran at several times ISL_OPERATIONS_PER_MS). A proof that
+    spends its operations with time left is tried again, with what is left at the rate it just
+    ran (each try gets more operations than the last, or the proof is out of budget): the
+    budget is time, whatever the proof's rate."""
     import islpy as isl
 
     ctx = isl.DEFAULT_CONTEXT
-    ctx.reset_operations()
     limit = isl_operations()
-    ctx.set_max_operations(limit)
     try:
-        return built.prove()
-    except isl.Error as e:
-        # an exhausted budget surfaces as "maximal number of operations", or inside a parse
-        # as a syntax error (isl's parser stops mid-string); anything else is a bug
-        message = str(e)
-        if "maximal number of operations" not in message and not (limit and "syntax error" in message):
-            raise
-        raise Infeasible([Code.PROOF_BUDGET.at("the plan's islpy proof did not finish within what the request's "
-                                               "timeout_ms left for it")]) from None
+        while True:
+            ctx.reset_operations()
+            ctx.set_max_operations(limit)
+            start = time.monotonic()
+            try:
+                return built.prove()
+            except isl.Error as e:
+                # an exhausted budget surfaces as "maximal number of operations", or inside a
+                # parse as a syntax error (isl's parser stops mid-string); anything else is a bug
+                message = str(e)
+                if "maximal number of operations" not in message and not (limit and "syntax error" in message):
+                    raise
+            spent_ms = max((time.monotonic() - start) * 1000, 0.01)
+            left = remaining_ms() or 0.0
+            # at the rate this proof ran, what is left buys how many operations (a margin of 10 %)
+            more = int(0.9 * left * limit / spent_ms)
+            if more <= limit:
+                raise Infeasible([Code.PROOF_BUDGET.at(
+                    f"the plan's islpy proof did not finish within what {budget_name()} left for it",
+                    budget_fix(Code.PROOF_BUDGET.default_fix))])
+            limit = more
     finally:
         ctx.set_max_operations(0)
 

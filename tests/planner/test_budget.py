@@ -47,6 +47,38 @@ def test_islpy_out_of_budget_is_proof_budget(monkeypatch):
     assert [r.code for r in e.value.reasons] == [Code.PROOF_BUDGET]
 
 
+def test_a_proof_that_outruns_the_operation_rate_is_retried_at_its_own_rate(monkeypatch):
+    """islpy's budget is operations, its rate differs from proof to proof: a rank-8 permute's
+    proofs ran at several times ISL_OPERATIONS_PER_MS, and with 300 ms its plans were refused
+    `proof_budget` after 150 ms (half the budget unused) while 350 ms planned them. A proof
+    that spends its operations with time left is retried at the rate it ran."""
+    req = parse_request(RANK8)
+    with stages.saturate(req) as sat:
+        cand = next(c for c in stages.extract(sat) if c.strategy is Strategy.STAGED_SMEM)
+    built = stages.solve(req, cand)
+    forget_proofs()
+    monkeypatch.setattr(stages, "isl_operations", lambda: 50)  # far below what the proof needs
+    with budget.deadline(60_000):
+        assert stages.verify(built).ok
+
+
+def test_a_budget_the_service_capped_names_the_cap_not_the_request():
+    """When the service's LEGALSAT_DEADLINE_MS sets the budget below the request's timeout_ms,
+    what ran out says so, and its fix is not `raise options.timeout_ms` (which changes nothing)."""
+    req = parse_request({**RANK8, "options": {"timeout_ms": 20_000, "max_plans": 5}})
+    assert req.within(30_000).options.timeout_capped_by is None
+    capped = req.within(1)
+    assert capped.options.timeout_capped_by == "LEGALSAT_DEADLINE_MS"
+    out = optimize({**RANK8, "options": {"timeout_ms": 20_000, "max_plans": 5}}, max_timeout_ms=1)
+    reasons = [r for x in out["rejected"] for r in x["reasons"] if r["rule"] in ("planning_deadline", "not_reached")]
+    assert reasons
+    for r in reasons:
+        assert "LEGALSAT_DEADLINE_MS" in r["message"] + r["fix"] and "raise options.timeout_ms" not in r["fix"]
+    own = optimize({**RANK8, "options": {"timeout_ms": 1, "max_plans": 5}})
+    mine = [r for x in own["rejected"] for r in x["reasons"] if r["rule"] == "planning_deadline"]
+    assert mine and all("timeout_ms (1 ms)" in r["message"] and "options.timeout_ms" in r["fix"] for r in mine)
+
+
 def _rejected_codes(out: dict) -> set[str]:
     return {r["rule"] for x in out["rejected"] for r in x["reasons"]}
 

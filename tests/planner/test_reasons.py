@@ -54,6 +54,10 @@ def test_a_tile_holding_the_whole_dim_is_left_to_the_descriptor_rules():
     reasons = _tma_reasons([16, 12], [64, 12], "bfloat16", base_align=8)
     assert "inner_box_16B" not in {r["rule"] for r in reasons}
     assert "global_address.align" in {r["rule"] for r in reasons}
+    # in the request's terms: its base_align, not the placeholder address the plan would carry
+    align = next(r for r in reasons if r["rule"] == "global_address.align")
+    assert align["message"] == "op.src.base_align is 8; TMA needs a 16-byte aligned base", align
+    assert "0x" not in align["message"] + align["fix"] and "base_align" in align["fix"]
 
 
 def test_recorded_tma_starts_fault_exactly_off_16_bytes():
