@@ -97,7 +97,8 @@ class Settings(BaseSettings):
     workers: int = Field(default_factory=lambda: min(256, usable_cpus()), ge=1, le=256,
                          description="worker processes for CPU-bound work (default: the CPUs the process "
                                      "may use: its affinity mask capped by its cgroup CPU quota)")
-    worker_memory_mb: int = Field(default_factory=_default_worker_memory_mb, ge=256, le=1 << 20,
+    # a warmed-up worker holds about 280 MiB of data before it plans anything (256 failed at start-up)
+    worker_memory_mb: int = Field(default_factory=_default_worker_memory_mb, ge=512, le=1 << 20,
                                   description="memory (data) a planning worker may hold, MiB; a request needing "
                                               "more is answered memory_limit (default: 3/4 of the machine's, or "
                                               "its cgroup's, memory over the CPUs it may use)")
@@ -154,6 +155,18 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(30.0, ge=0, le=3600, description="how long shutdown waits for in-flight requests")
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
         "info", description="uvicorn log level: critical, error, warning, info, debug or trace")
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _allowed_hosts(cls, v: list[str]) -> list[str]:
+        # the Host header is compared up to its first ':' (Starlette's TrustedHostMiddleware):
+        # an entry with a port, or an IPv6 literal, would never match and refuse every request
+        for h in v:
+            if ":" in h:
+                raise ValueError(f"the entry {h[:100]!r} holds a ':'; the Host header is compared without its "
+                                 f"port: write {h.split(':')[0][:100]!r}" + (" (an IPv6 literal cannot be matched: "
+                                 "use a host name)" if h.startswith("[") else ""))
+        return v
 
     @field_validator("cache_url")
     @classmethod

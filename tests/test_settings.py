@@ -82,3 +82,18 @@ def test_the_readme_lists_every_setting():
     missing = [f"LEGALSAT_{name.upper()}" for name in Settings.model_fields
                if f"`LEGALSAT_{name.upper()}`" not in listed]
     assert not missing, missing
+
+
+def test_an_allowed_host_with_a_port_is_refused_where_it_is_set():
+    """LEGALSAT_ALLOWED_HOSTS='["127.0.0.1:8000"]' was accepted and then refused every request,
+    /healthz included (the Host is compared without its port): it is refused when read, with
+    the entry to write instead."""
+    import pytest
+    from pydantic import ValidationError
+
+    from legalsat.settings import Settings
+
+    with pytest.raises(ValidationError) as e:
+        Settings(allowed_hosts=["localhost", "127.0.0.1:18731"])
+    assert "'127.0.0.1'" in str(e.value) and "port" in str(e.value)
+    assert Settings(allowed_hosts=["localhost", "*.example.com"]).allowed_hosts == ["localhost", "*.example.com"]

@@ -23,7 +23,7 @@ from legalsat.server.cache import open_cache
 from legalsat.server.deps import ServiceState, known_query_parameters, require_token
 from legalsat.server.errors import HostAllowList, NoSniff, install_error_handlers
 from legalsat.server.metrics import Metrics, MetricsMiddleware
-from legalsat.server.pool import WorkerPool
+from legalsat.server.pool import WorkerPool, WorkerStartError
 from legalsat.server.routers import analyze, docs, egraphs, health, optimize, verify
 from legalsat.settings import Settings, get_settings
 from legalsat.targets import resolve_target
@@ -53,7 +53,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pool = WorkerPool(settings.workers, settings.queue_size, settings.target,
                           on_restart=lambda reason: metrics.restarts.labels(reason).inc(),
                           memory_mb=settings.worker_memory_mb, egraph_max_bytes=settings.egraph_max_bytes)
-        pool.start()
+        try:
+            pool.start()
+        except WorkerStartError as e:  # uvicorn logs it and exits; `serve` raises it for the command line
+            app.state.start_error = e
+            pool.close(0)  # the workers that did start
+            cache.close()
+            raise
         metrics.bind_pool(pool)
         metrics.bind_cache(cache)
         app.state.service = ServiceState(settings, pool, cache, metrics)
@@ -85,7 +91,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 
 def serve(settings: Settings) -> None:
-    """Run the service with uvicorn until SIGINT/SIGTERM (in-flight requests finish first)."""
+    """Run the service with uvicorn until SIGINT/SIGTERM (in-flight requests finish first).
+    Raises WorkerStartError when the worker pool could not start (uvicorn exits the same way
+    for an address it cannot bind, which is SystemExit)."""
     import uvicorn
 
     from legalsat.server.http import bounded_protocol
@@ -94,10 +102,18 @@ def serve(settings: Settings) -> None:
     # arrives (legalsat.server.http); connections may use every file descriptor the system lets
     # the process have, not the shell's soft limit
     _raise_open_files_limit()
-    uvicorn.run(create_app(settings), host=settings.host, port=settings.port,
-                http=bounded_protocol(settings.max_header_bytes, settings.head_timeout_s),
-                log_level=settings.log_level, log_config=_log_config(settings.log_level), timeout_graceful_shutdown=settings.shutdown_grace_s,
-                access_log=False, ws="none")  # no WebSocket route: an upgrade is an HTTP request like any other
+    app = create_app(settings)
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port,
+                    http=bounded_protocol(settings.max_header_bytes, settings.head_timeout_s),
+                    log_level=settings.log_level, log_config=_log_config(settings.log_level),
+                    timeout_graceful_shutdown=settings.shutdown_grace_s,
+                    access_log=False, ws="none")  # no WebSocket route: an upgrade is an HTTP request like any other
+    except SystemExit:  # uvicorn's exit code is the same for every start-up failure: say which it was
+        start_error = getattr(app.state, "start_error", None)
+        if start_error is not None:
+            raise start_error from None
+        raise
 
 
 def _log_config(level: str) -> dict:

@@ -14,6 +14,7 @@ from starlette.requests import ClientDisconnect
 
 from legalsat.diagnostics import Code, InputError, shown
 from legalsat.schemas.base import MAX_VALUES, check_json_value, load_json
+from legalsat.schemas.optimize import check_request_id
 from legalsat.schemas.validation import did_you_mean, json_kind
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
@@ -42,10 +43,15 @@ _bearer = HTTPBearer(auto_error=False, description="required on /v1 routes when 
 
 async def require_token(request: Request,
                   creds: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> None:
-    """(async: a sync dependency would cost a thread hop per request.) When a token is configured, every /v1 route needs `Authorization: Bearer <token>`."""
+    """(async: a sync dependency would cost a thread hop per request.) When a token is
+    configured, every /v1 route needs one `Authorization: Bearer <token>` (two are refused: one
+    proxy reads the first, another the last)."""
     token = request.app.state.settings.token
     if token is None:
         return
+    if len(request.headers.getlist("authorization")) > 1:  # which one counts is not the sender's choice
+        raise ApiError(401, Code.UNAUTHORIZED, "the request has more than one Authorization header",
+                       "send one: Authorization: Bearer <token>", headers={"WWW-Authenticate": "Bearer"})
     given = creds.credentials if creds is not None else ""
     if not secrets.compare_digest(given.encode(), token.get_secret_value().encode()):
         raise ApiError(401, Code.UNAUTHORIZED, "missing or wrong bearer token" if given else
@@ -187,8 +193,19 @@ def _parse_body(body: bytes, label: str, max_values: int, kind: type) -> object:
         try:
             out.append(check_json_value(item, f"item {i}"))
         except InputError as e:
+            e.request_id = _refused_item_id(item)  # its answer still names the item
             out.append(e)
     return out
+
+
+def _refused_item_id(item: object) -> str | None:
+    """The request_id of a batch item whose JSON was refused, when it names a valid one (an
+    id that is itself what was refused, too long or not Unicode, is not echoed)."""
+    rid = item.get("request_id") if isinstance(item, dict) else None
+    try:
+        return check_request_id(rid) if isinstance(rid, str) and rid.encode("utf-8") else None
+    except (InputError, UnicodeEncodeError):
+        return None
 
 
 # a body past this many bytes is parsed (and checked) in a thread: the event loop goes on
@@ -207,6 +224,10 @@ async def parse_json(body: bytes, what: str, kind: type = dict, max_values: int 
         _parse_body(body, label, max_values, kind)
     if not isinstance(obj, kind):
         shape = "a JSON array" if kind is list else "a JSON object"
-        raise Code.INVALID_INPUT.error(f"the body is {json_kind(obj)}; {what} is {shape}", f"send {what} as {shape} "
-                                       "(not a string holding one)")
+        fix = f"send {what} as {shape}" + (" (not a string holding one)" if isinstance(obj, str) else "")
+        if what == "an optimize request" and isinstance(obj, list):
+            fix += "; several requests go as an array to POST /v1/optimize/batch"
+        elif what == "a batch" and isinstance(obj, dict):
+            fix += " of requests; one request goes to POST /v1/optimize"
+        raise Code.INVALID_INPUT.error(f"the body is {json_kind(obj)}; {what} is {shape}", fix)
     return obj

@@ -6,11 +6,13 @@ in time, 413 body over the limit, 415 a body not declared as JSON, 422 invalid i
 
 from __future__ import annotations
 
+import json
 import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
@@ -125,7 +127,11 @@ class HostAllowList:
 
         async def refused(message):  # only the checker's own refusal is sent through here
             if message["type"] == "http.response.start":
-                await error_json(400, {"error": Code.BAD_HOST.at().to_error()})(scope, receive, send)
+                host = Headers(scope=scope).get("host", "").split(":")[0]
+                err = Code.BAD_HOST.at(f"the request's Host {json.dumps(host[:100])} (compared without its port) "
+                                       "is not one this service answers" if host else
+                                       "the request has no Host header; this service answers named hosts only")
+                await error_json(400, {"error": err.to_error()})(scope, receive, send)
 
         scope["legalsat.send"] = send  # the scope itself, not a copy: the route it is matched to is
         await self.checker(scope, receive, refused)  # what the metrics outside read from it
@@ -177,7 +183,11 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, e: StarletteHTTPException):
         code = {404: Code.NOT_FOUND, 405: Code.METHOD_NOT_ALLOWED}.get(e.status_code, Code.HTTP_ERROR)
-        return error_json(e.status_code, {"error": code.at(str(e.detail)).to_error()}, getattr(e, "headers", None))
+        headers = dict(getattr(e, "headers", None) or {})
+        allow = [m.strip() for m in headers.get("Allow", "").split(",") if m.strip()]
+        if "GET" in allow and "HEAD" not in allow:  # every GET route answers HEAD too: the Allow header says so
+            headers["Allow"] = ", ".join([*allow, "HEAD"])
+        return error_json(e.status_code, {"error": code.at(str(e.detail)).to_error()}, headers or None)
 
     @app.exception_handler(Exception)
     async def _bug(_: Request, e: Exception):

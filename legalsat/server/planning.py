@@ -90,7 +90,7 @@ async def plan_one(state: ServiceState, obj: object, gone: Disconnection | None 
         hit = await call(state.cache, state.cache.get, key)
         if hit is not None:
             state.metrics.cache.labels("hit").inc()
-            return splice_request_id(hit, rid or uuid.uuid4().hex[:16]), "hit"
+            return splice_request_id(hit, rid if rid is not None else uuid.uuid4().hex[:16]), "hit"
         state.metrics.cache.labels("miss").inc()
     # the worker plans within min(timeout_ms, the server's deadline) and says what it could
     # not finish in it; it is killed only past that budget plus a grace

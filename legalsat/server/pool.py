@@ -33,6 +33,14 @@ PRELOAD = ["legalsat.planner.build", "legalsat.planner.reasons", "legalsat.schem
            "legalsat.schemas.protocol"]
 
 
+class WorkerStartError(RuntimeError):
+    """A worker that did not come up: what happened (`message`) and what to change (`fix`)."""
+
+    def __init__(self, message: str, fix: str):
+        super().__init__(f"{message} (fix: {fix})")
+        self.message, self.fix = message, fix
+
+
 class QueueFull(Exception):
     """The waiting queue holds `queue_size` jobs already."""
 
@@ -81,6 +89,13 @@ class _Slot:
         self.busy_since: float | None = None
         self.thread = threading.Thread(target=self._loop, name=f"legalsat-slot-{index}", daemon=True)
 
+    def spawn_once(self) -> None:
+        """`spawn`, a failure left for the pool's retry to surface (not a thread's traceback)."""
+        try:
+            self.spawn()
+        except WorkerStartError:
+            pass
+
     def spawn(self) -> None:
         parent, child = self.pool.ctx.Pipe()
         from legalsat.server.worker import worker_main  # imported in the worker, not here
@@ -95,12 +110,17 @@ class _Slot:
         if not parent.poll(self.pool.start_timeout_s):
             proc.kill()
             proc.join()
-            raise RuntimeError(f"worker {self.index} did not start within {self.pool.start_timeout_s} s")
+            raise WorkerStartError(f"worker {self.index} did not start within {self.pool.start_timeout_s} s",
+                                   "start fewer workers (LEGALSAT_WORKERS) on a machine this loaded")
         try:
             parent.recv()
         except EOFError:
             proc.join()
-            raise RuntimeError(f"worker {self.index} exited during start-up (exit code {proc.exitcode})") from None
+            raise WorkerStartError(
+                f"worker {self.index} exited during start-up (exit code {proc.exitcode})",
+                f"raise LEGALSAT_WORKER_MEMORY_MB ({self.pool.memory_mb} MiB now; a worker holds about 280 MiB once "
+                "warmed up, and exits so when it runs out while warming up)" if self.pool.memory_mb
+                else "see the worker's error logged above") from None
         self.proc, self.conn = proc, parent
 
     def kill(self) -> None:
@@ -202,7 +222,7 @@ class WorkerPool:
 
     def start(self) -> None:
         """Start every worker (in parallel) and its slot thread; returns when all are ready."""
-        starters = [threading.Thread(target=s.spawn) for s in self.slots]
+        starters = [threading.Thread(target=s.spawn_once) for s in self.slots]
         for t in starters:
             t.start()
         for t in starters:

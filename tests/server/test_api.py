@@ -213,6 +213,8 @@ def test_health_ready_metrics_openapi(client):
     assert client.get("/docs").status_code == 200
     error(client.get("/v2/optimize"), 404, "not_found")
     error(client.get("/v1/optimize"), 405, "method_not_allowed")
+    # a GET route answers HEAD too, and its 405 says so (Allow: GET only, before)
+    assert client.delete("/healthz").headers["allow"].replace(" ", "").split(",") == ["GET", "HEAD"]
 
 
 def test_the_api_docs_example_of_a_request_plans(client):
@@ -257,3 +259,23 @@ def test_a_path_parameter_is_named_as_the_route_names_it(client):
     within them `egraph_id`."""
     error(client.get("/v1/egraphs/" + "a" * 65), 422, "invalid_input", "egraph_id")
     error(client.get("/v1/egraphs/" + "a" * 64), 404, "not_found", "egraph_id")
+
+
+def test_an_empty_request_id_comes_back_as_sent(client):
+    """`"request_id": ""` (valid: at most 128 characters) was answered with a random id, on a
+    cache hit and a miss alike."""
+    body = {**SMALL, "request_id": ""}
+    for _ in range(2):  # a miss, then a hit
+        r = client.post("/v1/optimize", json=body)
+        assert r.status_code == 200 and r.json()["request_id"] == "", r.text
+
+
+def test_an_array_and_an_object_sent_to_the_wrong_route_are_pointed_to_the_right_one(client):
+    """An array posted to /v1/optimize was told to send "a JSON object (not a string holding
+    one)"; the batch route takes it."""
+    e = error(client.post("/v1/optimize", json=[SMALL]), 422, "invalid_input")
+    assert "/v1/optimize/batch" in e["fix"] and "string" not in e["fix"], e
+    e = error(client.post("/v1/optimize/batch", json=SMALL), 422, "invalid_input")
+    assert "POST /v1/optimize" in e["fix"], e
+    e = error(client.post("/v1/optimize", json="{}"), 422, "invalid_input")
+    assert "not a string holding one" in e["fix"], e

@@ -201,8 +201,9 @@ def test_http_limits_hold_and_refusals_keep_the_error_shape():
             assert r.status_code == 415 and r.json()["error"]["code"] == "unsupported_media_type"
         for kind in ("application/json; charset=UTF-8", 'application/json;charset="utf-8"', "application/vnd.x+json"):
             assert c.post("/v1/optimize", json=SMALL, headers={"content-type": kind}).status_code == 200, kind
-        r = c.post("/v1/optimize", json=SMALL, headers={"host": "evil.example"})
+        r = c.post("/v1/optimize", json=SMALL, headers={"host": "evil.example:8080"})
         assert r.status_code == 400 and r.json()["error"]["code"] == "bad_host"
+        assert '"evil.example"' in r.json()["error"]["message"]  # the host it compared, said
         assert c.post("/v1/optimize", json=SMALL, headers={"host": "legalsat.local"}).status_code == 200
         r = c.post("/v1/optimize/", json=SMALL, headers={"host": "legalsat.local"})
         assert r.status_code == 404 and "location" not in r.headers  # no redirect naming the Host
@@ -358,11 +359,12 @@ def test_a_large_protocol_is_judged_by_the_worker_with_its_field_named(client):
 
 def test_a_batch_item_whose_json_is_refused_fails_alone(server):
     """NaN, a repeated key, a lone surrogate or nesting past the bound inside one item: that
-    item's error, the others planned (the whole batch was a 422 naming "[1].options...")."""
+    item's error, the others planned (the whole batch was a 422 naming "[1].options..."), and
+    the error keeps the item's request_id (it came back null)."""
     small = json.dumps(SMALL)
     deep = "[" * 70 + "]" * 70
-    body = (f'[{small}, {{"options": {{"max_plans": NaN}}}}, {{"op": 1, "op": 2}}, {{"request_id": "\\ud800"}}, '
-            f'{{"op": {deep}}}, {small}]')
+    body = (f'[{small}, {{"request_id": "keep1", "options": {{"max_plans": NaN}}}}, {{"request_id": "keep2", "op": 1, '
+            f'"op": 2}}, {{"request_id": "\\ud800"}}, {{"request_id": "keep4", "op": {deep}}}, {small}]')
     r = httpx.post(server.url + "/v1/optimize/batch", content=body.encode(),
                    headers={"Content-Type": "application/json"}, timeout=60)
     assert r.status_code == 200, r.text
@@ -370,6 +372,8 @@ def test_a_batch_item_whose_json_is_refused_fails_alone(server):
     assert [o["status"] for o in out] == ["ok", "error", "error", "error", "error", "ok"]
     assert [o["error"]["code"] for o in out[1:5]] == ["invalid_json", "invalid_json", "invalid_input", "invalid_input"]
     assert out[1]["error"]["field"] == "options.max_plans" and out[4]["error"]["field"] == "op"
+    # each keeps the request_id it named, as `legalsat batch` does (an id that is itself refused is not echoed)
+    assert [o["request_id"] for o in out[1:5]] == ["keep1", "keep2", None, "keep4"]
 
 
 def test_a_websocket_upgrade_is_an_http_request_like_any_other(server):

@@ -32,6 +32,10 @@ def test_bearer_token_guards_v1_routes_only(tmp_path):
         assert ok.status_code == 200
         for open_route in ("/healthz", "/readyz", "/metrics", "/openapi.json"):
             assert c.get(open_route).status_code == 200
+        # two Authorization headers: which one counts is not the sender's choice (the first won)
+        for pair in ((b"Bearer s3cret", b"Bearer nope"), (b"Bearer nope", b"Bearer s3cret")):
+            r = c.post("/v1/optimize", json=SMALL, headers=[(b"authorization", pair[0]), (b"authorization", pair[1])])
+            assert r.status_code == 401 and "more than one Authorization" in r.json()["error"]["message"], r.text
 
 
 def _long_pipeline() -> dict:
@@ -340,3 +344,28 @@ def test_a_kept_egraphs_page_is_built_by_a_worker_and_head_builds_none():
             assert "page" not in done or "slow" in done, done  # it waits for the worker
             assert fs.result().status_code == 200 and page.result().status_code == 200
         assert c.get(f"/v1/egraphs/{eid}").json()["id"] == eid
+
+
+def test_a_worker_that_runs_out_of_memory_while_starting_names_the_setting(monkeypatch, capsys):
+    """LEGALSAT_WORKER_MEMORY_MB=256 was accepted, its worker died warming up (about 280 MiB of
+    data), and `legalsat serve` told the user to choose a free --port. The setting's floor is
+    512 now; a pool whose worker dies while starting says so and names the setting, and the
+    command line passes that on."""
+    from legalsat.clients.cli import main
+    from legalsat.server.pool import WorkerPool, WorkerStartError
+    from legalsat.settings import Settings
+
+    with pytest.raises(ValueError):
+        Settings(worker_memory_mb=256)
+    pool = WorkerPool(1, 4, memory_mb=128)
+    with pytest.raises(WorkerStartError) as e:
+        pool.start()
+    assert "exited during start-up" in e.value.message and "LEGALSAT_WORKER_MEMORY_MB (128 MiB" in e.value.fix
+
+    def failing(settings):
+        raise e.value
+
+    monkeypatch.setattr("legalsat.server.serve", failing)
+    assert main(["serve", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "exited during start-up" in err and "raise LEGALSAT_WORKER_MEMORY_MB" in err and "--port" not in err

@@ -40,8 +40,8 @@ async def optimize(request: Request, state: ServiceState = Depends(service)) -> 
 async def _item(state: ServiceState, obj: object, gone: Disconnection) -> bytes:
     """One batch item's answer; whatever it raises, it fails alone."""
     rid = obj.get("request_id") if isinstance(obj, dict) and isinstance(obj.get("request_id"), str) else None
-    if isinstance(obj, InputError):  # its JSON was refused (deps.parse_json)
-        return compact_json(error_item(obj))
+    if isinstance(obj, InputError):  # its JSON was refused (deps.parse_json), its request_id kept
+        return compact_json(error_item(obj, getattr(obj, "request_id", None)))
     try:
         return (await plan_one(state, obj, gone))[0]
     except InputError as e:
