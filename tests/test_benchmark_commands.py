@@ -50,6 +50,11 @@ def test_the_gpu_plan_check_recorded_every_plan_of_its_corpus_bit_exact():
     assert recorded["requests"] == len(corpus) == 390
     assert not recorded["faults"] and not recorded["differing"]
     assert all(key.endswith(" exact") for key in recorded["counts"]) and sum(recorded["counts"].values()) == 1185
+    # the element types added after it (gfx942's fp8 encodings, complex64): their own corpus
+    dtypes = json.loads((root / "benchmarks" / "gpu_plan_check_dtypes.json").read_text())
+    corpus = (root / "benchmarks" / "gpu_plan_check_dtypes_requests.jsonl").read_text().splitlines()
+    assert dtypes["requests"] == len(corpus) == 16 and not dtypes["faults"] and not dtypes["differing"]
+    assert all(key.endswith(" exact") for key in dtypes["counts"]) and sum(dtypes["counts"].values()) == 36
     r = subprocess.run([sys.executable, "-m", "tools.gpu_plan_check", "no-such-command"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "usage:" in r.stderr

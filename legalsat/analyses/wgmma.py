@@ -31,6 +31,9 @@ ELEMENTS = frozenset({"float16", "bfloat16", "float32", "float32_ftz", "tfloat32
                       "float8_e4m3fn", "float8_e5m2", "int8", "uint8"})
 K_BITS = 256  # one instruction's K extent, in bits: 16 x 16-bit, 8 x tf32, 32 x 8-bit
 INTEGER_ELEMENTS = frozenset({"int8", "uint8"})
+# element types whose values no wgmma reads (other encodings of its widths): a tile of them is
+# no wgmma operand, whatever its layout
+MISREAD_ELEMENTS = frozenset({"float8_e4m3fnuz", "float8_e5m2fnuz", "complex64"})
 
 
 def instruction_ns(element: str) -> tuple[int, ...]:

@@ -73,7 +73,12 @@ _MOVED_AS_WORDS = (
     DType("bool", 8, 8, False, False, 0, "uint8"),
     DType("float8_e4m3fn", 8, 8, True, False, 0, "uint8"),
     DType("float8_e5m2", 8, 8, True, False, 0, "uint8"),
+    # the fp8 encodings of AMD's MI300 (gfx942): other values for the same bits, moved alike
+    DType("float8_e4m3fnuz", 8, 8, True, False, 0, "uint8"),
+    DType("float8_e5m2fnuz", 8, 8, True, False, 0, "uint8"),
     DType("int16", 16, 16, False, False, 1, "uint16"),
+    # two float32 (real, imaginary) in 8 bytes; a complex128 (16 bytes) has no word of its width
+    DType("complex64", 64, 64, True, False, 4, "uint64"),
 )
 
 DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}  # the driver's data types (descriptors)
@@ -92,7 +97,8 @@ DTYPE_SPELLINGS: dict[str, str] = {
     "fp8e4nv": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e4m3fn": "float8_e4m3fn",
     "f8e4m3fn": "float8_e4m3fn", "float_e4m3_t": "float8_e4m3fn", "e5m2": "float8_e5m2", "fp8e5": "float8_e5m2",
     "fp8_e5m2": "float8_e5m2", "f8e5m2": "float8_e5m2", "float_e5m2_t": "float8_e5m2", "bfloat16_t": "bfloat16",
-    "half_t": "float16", "tfloat32_t": "tfloat32",
+    "half_t": "float16", "tfloat32_t": "tfloat32", "fp8e4b8": "float8_e4m3fnuz", "f8e4m3fnuz": "float8_e4m3fnuz",
+    "fp8e5b16": "float8_e5m2fnuz", "f8e5m2fnuz": "float8_e5m2fnuz", "cfloat": "complex64",
 }
 _MODULE_PREFIX = re.compile(r"^(?:torch|tl|triton\.language|np|numpy|jnp|cutlass|cute)\.")
 # 1- to 7-bit element types (int4, uint4, fp4, float4_e2m1fn_x2, nvfp4, mxfp4, float6_e3m2fn, f4E2M1FN)

@@ -153,3 +153,31 @@ def test_a_grouped_gathers_plans_are_exact_when_slots_do_not_divide_the_rows(mon
     for i in range(len(resp["plans"])):
         poison(inp)
         assert same_bits(inp.call(build_kernel(resp, plan_index=i, variant="tl")), want), resp["plans"][i]["strategy"]
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fnuz", "float8_e5m2fnuz", "complex64"])
+def test_amd_fp8_and_complex_elements_move_bit_exact(monkeypatch, dtype):
+    """The fp8 encodings of gfx942 and complex64 were refused as unknown dtypes (one suggested
+    float8_e4m3fn, another encoding); they move as words of their width: a ragged transpose and
+    a gather, every plan, bit-exact in the interpreter."""
+    require_client()
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    for request, workload in (
+            ({"op": {"kind": "copy", "src": {"dtype": dtype, "shape": [37, 29], "strides": [29, 1]},
+                     "dst": {"dtype": dtype, "shape": [37, 29], "strides": [1, 37]}}, "options": {"max_plans": 4}},
+             {"torch_op": "copy"}),
+            ({"op": {"kind": "gather", "src": {"dtype": dtype, "shape": [50, 24], "strides": [24, 1]}, "axis": 0,
+                     "index": {"count": 33}}}, {"torch_op": "index_select"})):
+        resp = optimize(request)
+        assert resp["plans"], resp["rejected"]
+        inp = make_inputs(resp, workload, "cpu", torch.Generator().manual_seed(3))
+        want = reference(inp)
+        for i, plan in enumerate(resp["plans"]):
+            poison(inp)
+            assert same_bits(inp.call(build_kernel(resp, plan_index=i, variant="tl")), want), (dtype, plan["strategy"])
