@@ -14,6 +14,7 @@ Diagnostics; the boundary (legalsat.schemas) gives each context its JSON shape.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from enum import Enum, StrEnum
@@ -354,6 +355,11 @@ def shown(value: object, limit: int = 64) -> str:
         text = "null" if value is None else str(value).lower()
     elif isinstance(value, float) and not math.isfinite(value):
         text = "a number past the range of a double"  # 1e400: JSON has no inf or NaN
+    elif isinstance(value, (dict, list, tuple)):  # as JSON: ["128B"], {"a": null}, not Python's repr
+        try:
+            text = json.dumps(value, ensure_ascii=False, allow_nan=False)[:4 * limit]
+        except (TypeError, ValueError):
+            text = repr(value)
     else:
         text = repr(value)
     return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -40,6 +40,10 @@ def _check(x: TileAccess, lanes: int) -> int:
                        "shared-memory accesses are 4, 8 or 16 bytes",
                        f"use vector {_either([w // ebits for w in (32, 64, 128) if w >= ebits])} for {t.dtype.name}",
                        "vector")
+    # the vector against the row first: a row the vector does not divide cannot be fixed by padding
+    if t.cols % x.vector:
+        raise _problem(f"{t.cols} columns do not split into vectors of {x.vector}",
+                       f"use a vector that divides {t.cols}", "vector")
     row_bytes = t.cols * ebits // 8
     if t.row_pitch_bytes < row_bytes:
         raise _problem(f"row_pitch_bytes {t.row_pitch_bytes} is less than a row "
@@ -47,12 +51,10 @@ def _check(x: TileAccess, lanes: int) -> int:
                        f"use row_pitch_bytes >= {row_bytes}", "tile.row_pitch_bytes")
     width = width_bits // 8
     if t.row_pitch_bytes % width:
-        raise _problem(f"row_pitch_bytes {t.row_pitch_bytes} is not a multiple of the {width}-byte "
-                       "access, so some lanes would be misaligned",
-                       f"pad rows to a multiple of {width} bytes", "tile.row_pitch_bytes")
-    if t.cols % x.vector:
-        raise _problem(f"{t.cols} columns do not split into vectors of {x.vector}",
-                       f"use a vector that divides {t.cols}", "vector")
+        raise _problem(f"the row pitch, {t.row_pitch_bytes} bytes (row_pitch_bytes, or a row plus padding_bytes), "
+                       f"is not a multiple of the {width}-byte access, so some lanes would be misaligned",
+                       f"pad rows to a multiple of {width} bytes (padding_bytes or row_pitch_bytes)",
+                       "tile.row_pitch_bytes")
     if x.pattern in (WarpPattern.LDMATRIX, WarpPattern.LDMATRIX_TRANS):
         if width != 16:
             raise _problem("ldmatrix reads 16-byte rows", f"use vector {128 // ebits}",

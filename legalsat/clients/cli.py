@@ -29,12 +29,13 @@ MAX_SHOWN_PROBLEMS = 8  # problems of one usage error printed (the first is the 
 
 
 def _settings(flags: dict[str, str], uses_target: bool = True, service: bool = False,
-              **overrides: object) -> Settings:
+              reads: frozenset[str] = COMMAND_LINE_SETTINGS, **overrides: object) -> Settings:
     """`get_settings`, its validation errors as InputError naming the flag (`flags`: setting
     -> the command's flag) or the LEGALSAT_ variable each bad value came from; the target is
     resolved only for a command that `uses_target`. A command other than `serve` (`service`)
-    is refused only for the settings it reads (COMMAND_LINE_SETTINGS): a bad LEGALSAT_PORT is
-    said in a note and left to serve."""
+    is refused only for the settings it `reads` (default COMMAND_LINE_SETTINGS): a bad
+    LEGALSAT_PORT is said in a note and left to serve, a bad LEGALSAT_WORKERS to the commands
+    that start workers."""
     from pydantic import ValidationError
     from pydantic_settings import SettingsError
 
@@ -54,13 +55,13 @@ def _settings(flags: dict[str, str], uses_target: bool = True, service: bool = F
                                        '(a list as ["a", "b"])', var) from None
     except ValidationError as e:
         errors = e.errors(include_url=False)
-        unread = {str(err["loc"][0]) for err in errors if err.get("loc")} - COMMAND_LINE_SETTINGS
+        unread = {str(err["loc"][0]) for err in errors if err.get("loc")} - reads
         if not service and unread and all(err.get("loc") and str(err["loc"][0]) in unread for err in errors):
             for name in sorted(unread):
-                print(f"legalsat: note: LEGALSAT_{name.upper()} is not valid; only `legalsat serve` reads it",
+                print(f"legalsat: note: LEGALSAT_{name.upper()} is not valid; this command does not read it",
                       file=sys.stderr)
             defaults = {name: Settings.model_fields[name].get_default(call_default_factory=True) for name in unread}
-            return _settings(flags, uses_target, service, **{**overrides, **defaults})
+            return _settings(flags, uses_target, service, reads, **{**overrides, **defaults})
         problems = []
         for err in errors:
             name = str(err["loc"][0]) if err.get("loc") else ""
@@ -351,9 +352,9 @@ def _with_target(data: bytes, target: str) -> dict:
     return obj if "target" in obj else {**obj, "target": target}
 
 
-def _json_lines_hint(data: bytes, name: str) -> None:
-    """Raise a clear error when what did not parse as one request is a JSON Lines file
-    (several requests) given to `optimize`."""
+def _json_lines_hint(data: bytes, name: str, command: str = "optimize") -> None:
+    """Raise a clear error when what did not parse as one JSON value is a JSON Lines file
+    (several requests, or `batch`'s answers) given to `optimize` or `emit`."""
     from legalsat.schemas.base import load_json
 
     lines = [ln for ln in data.splitlines() if ln.strip()]
@@ -365,6 +366,11 @@ def _json_lines_hint(data: bytes, name: str) -> None:
     except InputError:
         return
     where = "stdin" if name == "-" else name
+    if command == "emit":
+        raise Code.INVALID_JSON.error(
+            f"{where} holds {len(lines)} JSON lines, not one response: `emit` turns one optimize response "
+            "(or one plan) into a kernel",
+            f"pick one line, e.g. `sed -n 2p {name} | legalsat emit -` for the second")
     raise Code.INVALID_JSON.error(
         f"{where} holds {len(lines)} JSON lines, not one request: `optimize` plans one JSON object",
         f"plan them all with `legalsat batch {name} -o OUT.jsonl` (one answer per line, in order), "
@@ -379,7 +385,7 @@ def _optimize(args: argparse.Namespace) -> int:
                                        "summary summarises a response, which --stage does not make",
                                        "leave out --format summary to see the stages, or --stage to see the summary",
                                        "--format")
-    settings = _settings({"target": "--target"}, target=args.target)
+    settings = _settings({"target": "--target"}, reads=frozenset({"target", "max_body_bytes"}), target=args.target)
     limit = settings.max_body_bytes
     with _open_input(args.file) as f:
         data = f.read(limit + 1)
@@ -392,8 +398,10 @@ def _optimize(args: argparse.Namespace) -> int:
         _json_lines_hint(data, args.file)  # the likelier mistake, when it is one
         raise
     options = request.get("options", {})
-    if args.format == "summary" and isinstance(options, dict):  # the table's "why" is the planner's explain
-        request = {**request, "options": {**options, "explain": True}}  # (options of another type: refused as such)
+    # the table's "why" is the planner's explain; options, or an explain, of another type are
+    # left as sent, to be refused as they are under --format json
+    if args.format == "summary" and isinstance(options, dict) and type(options.get("explain", False)) is bool:
+        request = {**request, "options": {**options, "explain": True}}
     if args.stage:
         from legalsat.api import dump_stages
 
@@ -500,14 +508,18 @@ def _emit(args: argparse.Namespace) -> int:
     from legalsat.kernels import emit, fields_as_passed, select_plan
     from legalsat.schemas.base import load_json
 
-    limit = _settings({}, uses_target=False).max_body_bytes
+    limit = _settings({}, uses_target=False, reads=frozenset({"max_body_bytes"})).max_body_bytes
     with _open_input(args.file) as f:
         text = f.read(limit + 1)  # a response is far under the limit: /dev/zero is not read whole
     if len(text) > limit:
         raise Code.LINE_TOO_LONG.error(f"{args.file} holds more than {limit} bytes; an optimize response is far "
                                        "smaller", "pass one optimize response (or one plan) as JSON, or raise "
                                        "LEGALSAT_MAX_BODY_BYTES", "file")
-    obj = load_json(text, "stdin" if args.file == "-" else args.file)
+    try:
+        obj = load_json(text, "stdin" if args.file == "-" else args.file)
+    except InputError:
+        _json_lines_hint(text, args.file, "emit")  # batch's output, the likelier mistake when it is one
+        raise
     if args.plan and isinstance(obj, dict) and "plans" not in obj:
         raise Code.INVALID_INPUT.error(f"--plan {args.plan} picks a plan of a response, but {args.file} holds one plan",
                                        "leave out --plan, or pass the whole optimize response", "--plan")
@@ -533,6 +545,7 @@ def _emit(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from legalsat.server import serve
+    from legalsat.server.pool import WorkerStartError
 
     settings = _settings({k: "--" + k.replace("_", "-") for k in Settings.model_fields}, service=True,
                          host=args.host, port=args.port, workers=args.workers,
@@ -543,7 +556,10 @@ def _serve(args: argparse.Namespace) -> int:
         _check_writable(settings.cache_path, "--cache-path" if args.cache_path is not None else "LEGALSAT_CACHE_PATH")
     try:
         serve(settings)
-    except SystemExit as e:  # uvicorn could not start (an address in use, a host it cannot resolve): logged above
+    except WorkerStartError as e:  # logged above by uvicorn too
+        print(f"legalsat: the service could not start: {e.message}\n  fix: {e.fix}", file=sys.stderr)
+        return 2
+    except SystemExit as e:  # uvicorn could not bind (an address in use, a host it cannot resolve): logged above
         if e.code not in (None, 0):
             print("legalsat: the service could not start (the reason is logged above)\n  fix: choose a free "
                   "--port and a --host this machine has", file=sys.stderr)

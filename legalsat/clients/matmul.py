@@ -18,6 +18,7 @@ cached per request.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
@@ -207,6 +208,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = 
                          "pass b with as many rows as a has columns")
     if a.dtype != b.dtype:
         raise _arg_error("b", f"a is {a.dtype} and b {b.dtype}", "convert both to one dtype")
+    if a.dtype == torch.bfloat16 and not a.is_cuda and os.environ.get("TRITON_INTERPRET") == "1":
+        # the interpreter reads bf16 through TMA descriptors as raw integers: wrong products, no error
+        raise _arg_error("a", "a is bfloat16, which Triton's interpreter cannot read through TMA descriptors "
+                         "(its products come out wrong)", "use float16 under TRITON_INTERPRET=1, or run on a GPU")
     if variant not in ("auto", "gluon", "tl"):
         raise _arg_error("variant", f"variant is {variant!r}", "use 'auto', 'gluon' or 'tl'")
     if a.stride(1) != 1:

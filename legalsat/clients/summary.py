@@ -3,7 +3,8 @@
     summary(response) -> text (about a dozen lines)
 
 Two lines per plan (rank, strategy, estimated time, bandwidth; then why: the headline of its
-`explain`), one per rejected strategy (its first reason's code and message). The command asks
+`explain`, and a re-allocation the plan needs), one per rejected strategy (its first reason's
+code and message, wrapped: a reason cut mid-number said the wrong thing). The command asks
 the planner for `explain`, so the "why" is the planner's own.
 """
 
@@ -40,6 +41,9 @@ def summary(out: dict) -> str:
             lines.append(f"  {i + 1}. {p['strategy']:<{w}} {cost['estimated_us']:>10.2f} us {tbps:>10}")
             if p.get("explain"):
                 lines.append(_cut(f"       {p['explain'][0]}", WIDTH))
+            for r in p.get("relayout") or []:  # the plan runs only on a tensor re-allocated so
+                lines.append(f"       needs {r['side']} re-allocated with a row pitch of {r['new_stride_bytes']} bytes "
+                             f"(not {r['old_stride_bytes']}): allow_padding")
     rejected = out.get("rejected", [])
     if rejected:
         w = max(len(r["strategy"]) for r in rejected)
@@ -47,7 +51,8 @@ def summary(out: dict) -> str:
         for r in rejected:
             reason = r["reasons"][0] if r["reasons"] else {"rule": "", "message": ""}
             more = f" (+{len(r['reasons']) - 1} more)" if len(r["reasons"]) > 1 else ""
-            lines.append(_cut(f"  {r['strategy']:<{w}}  {reason['rule']}: {reason['message']}{more}", WIDTH))
+            lines += textwrap.wrap(f"  {r['strategy']:<{w}}  {reason['rule']}: {reason['message']}{more}", WIDTH,
+                                   subsequent_indent=" " * (w + 4))
     for warning in out.get("warnings", []) or []:
         w = warning if isinstance(warning, dict) else {"message": str(warning)}
         lines += textwrap.wrap(f"warning: {w.get('message')}", WIDTH, subsequent_indent="  ")

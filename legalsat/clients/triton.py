@@ -46,7 +46,14 @@ TORCH_OF = {"uint8": torch.uint8, "int8": torch.int8, "bool": torch.bool, "float
             "float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32,
             "float32_ftz": torch.float32, "tfloat32": torch.float32, "tfloat32_ftz": torch.float32,
             "uint32": torch.uint32, "int32": torch.int32, "uint64": torch.uint64, "int64": torch.int64,
-            "float64": torch.float64}
+            "float64": torch.float64, "float8_e4m3fnuz": torch.float8_e4m3fnuz,
+            "float8_e5m2fnuz": torch.float8_e5m2fnuz, "complex64": torch.complex64}
+
+
+def _described(t: torch.Tensor) -> str:
+    """What a tensor argument is, for a refusal: dtype, shape, strides where not contiguous, device."""
+    strides = "" if t.is_contiguous() else f" strides {list(t.stride())}"
+    return f"{t.dtype} of shape {list(t.shape)}{strides} on {t.device}"
 
 
 def _arg_error(field: str, message: str, fix: str) -> InputError:
@@ -396,6 +403,9 @@ class Kernel:
         """k(src, index, out[, group=]): `check_bounds=False` skips the index/group range check
         (one host sync) for entries the caller has bounded; an entry out of range then reads
         outside src (README, Kernels)."""
+        if not isinstance(check_bounds, bool):  # "no" or "false" is truthy: the check would stay on, unasked
+            raise _arg_error("check_bounds", f"check_bounds is {check_bounds!r}, not True or False",
+                             "pass check_bounds=True (the default) or False")
         g = self.plan.gather
         count, bound = g.index_count, g.index_bound
         op = self.request_op
@@ -415,15 +425,16 @@ class Kernel:
             if t is None:
                 continue
             if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES or t.dim() != 1 or t.numel() != count:
-                raise _arg_error(name, f"{name} must be a 1-D int32/int64 tensor of {count} entries",
-                                 f"pass {name} as torch.int32 or torch.int64 with {count} entries")
+                raise _arg_error(name, f"{name} must be a 1-D int32/int64 tensor of {count} entries; it is "
+                                 f"{_described(t)}", f"pass {name} as torch.int32 or torch.int64 with {count} entries")
         for name, t in (("index", index), ("out", out), ("group", group)):
             if isinstance(t, torch.Tensor) and t.device != src.device:
                 raise _arg_error(name, f"src is on {src.device}, {name} on {t.device}", "put every tensor on one device")
         if not index.is_contiguous():
             index = index.contiguous()
         if list(out.shape) != list(g.out_shape) or not out.is_contiguous() or out.dtype != src.dtype:
-            raise _arg_error("out", f"out must be a contiguous {src.dtype} tensor of shape {g.out_shape}",
+            raise _arg_error("out", f"out must be a contiguous {src.dtype} tensor of shape {g.out_shape}; it is "
+                             f"{_described(out)}",
                              "allocate out with torch.empty(plan['gather']['out_shape'], dtype=src.dtype, ...)")
         _check_written(out, "out", out.numel() * out.element_size(), src)
         for name, t in (("index", index), ("group", group)):
@@ -561,8 +572,8 @@ class TileKernel(Kernel):
         elif (tuple(out.shape) != tuple(self.out_shape) or out.dtype != dtype or not out.is_contiguous()
               or out.device != src.device):
             raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)} on "
-                             f"{src.device}", "allocate it with torch.empty(k.out_shape, dtype=k.out_dtype(src), "
-                             "device=src.device)")
+                             f"{src.device}; it is {_described(out)}", "allocate it with torch.empty(k.out_shape, "
+                             "dtype=k.out_dtype(src), device=src.device)")
         _check_written(out, "out", out.numel() * out.element_size(), src)
         words_per_tile = self.emitted.tile.dump_words
         if stages is not None:

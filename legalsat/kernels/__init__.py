@@ -93,6 +93,12 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, dict | None]
                          f"{str(err.get('message'))[:200]}), not a plan", "fix the request it answers, plan it "
                          "again, and pass the optimize response")
     if not (isinstance(obj, dict) and "plans" in obj):
+        if isinstance(obj, dict) and (isinstance(obj.get("op"), dict) or "term" in obj and "strategy" not in obj):
+            raise plan_error("plan", "this is an optimize request, not a plan", "plan it first (`legalsat optimize "
+                             "REQUEST.json > RESPONSE.json`, or legalsat.optimize), then pass the response")
+        if not (isinstance(plan_index, numbers.Integral) and plan_index == 0):  # it picks nothing in one plan
+            raise plan_error("plan_index", f"plan_index {plan_index!r} picks a plan of a response, but this is one plan",
+                             "leave plan_index out, or pass the whole optimize response")
         return validate_plan(obj), None
     plans = obj["plans"]
     if not isinstance(plans, list):

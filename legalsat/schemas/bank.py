@@ -13,7 +13,7 @@ from pydantic import BeforeValidator, ConfigDict, Field, StrictInt, ValidationEr
 
 from legalsat.analyses.bank_conflicts import BankReport
 from legalsat.analyses.smem_layout import TileReport
-from legalsat.diagnostics import Code, InputError
+from legalsat.diagnostics import Code, InputError, shown
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
 from legalsat.schemas.validation import details_from_validation, naming_other_input
 from legalsat.targets import Target, resolve_target
@@ -27,7 +27,7 @@ Offset = Annotated[StrictInt, Field(ge=0, lt=1 << 32)]
 def _no_float(v: object) -> object:
     """Literal[4, 8, 16] alone takes 16.0 (it compares by equality)."""
     if isinstance(v, float):
-        raise ValueError(f"{v!r} is a number with a decimal point; access_bytes is an integer")
+        raise ValueError(f"access_bytes is {shown(v)}, not an integer: 4, 8 or 16")
     return v
 
 
@@ -120,7 +120,8 @@ def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess |
         try:
             model = cls.model_validate(obj)
         except ValidationError as e:
-            raise naming_other_input(InputError(details_from_validation(e, _HINTS, cls)), obj, "bank",
+            # both forms known: a field of the other one, sent with this one's, is said to be that
+            raise naming_other_input(InputError(details_from_validation(e, _HINTS, TileAccessIn | RawAccessIn)), obj, "bank",
                                      'a bank-conflict request is {"access_bytes", "op", "addresses"} or '
                                      '{"tile", "pattern", "vector"}') from None
     target = resolve_target(default_target if model.target is None else model.target)  # "" is no target

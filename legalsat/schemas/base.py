@@ -233,6 +233,12 @@ def _bounded_int(text: str) -> int:
     return LongInt(negative, len(text) - negative)
 
 
+def _too_many_fix(what: str) -> str:
+    """The fix for a body holding more values than any request does (a batch can be split)."""
+    return "send the documented structure: no request holds this many" + (
+        " (split the batch into smaller ones)" if "batch" in what else "")
+
+
 def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_VALUES, check: bool = True) -> object:
     """JSON text -> a value every step after can handle (see check_json_value), or an
     InputError (`invalid_json`). Bytes must be UTF-8 without a byte order mark (RFC 8259); an
@@ -248,16 +254,17 @@ def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_
         except UnicodeDecodeError as e:
             raise Code.INVALID_JSON.error(f"{what} is not UTF-8 text: {e.reason} at byte {e.start}",
                                           "send JSON encoded as UTF-8") from None
+    if not text.strip():  # "Expecting value: line 1 column 1 (char 0)" said nothing of what happened
+        raise Code.INVALID_JSON.error(f"{what} is empty" if text == "" else f"{what} holds only white space",
+                                      "send one JSON value (an empty file or stdin holds none)")
     values = text.count(",") + 1  # at most this many (commas in strings count too)
     if values > max_values:
         raise Code.INVALID_INPUT.error(f"{what} holds {values} JSON values (or commas in its strings); at most "
-                                       f"{max_values}", "send the documented structure: no request holds this many "
-                                       "(a batch of optimize requests: split it into smaller ones)")
+                                       f"{max_values}", _too_many_fix(what))
     containers = text.count("{") + text.count("[")  # at most this many (brackets in strings count too)
     if containers > MAX_CONTAINERS:
         raise Code.INVALID_INPUT.error(f"{what} holds {containers} JSON objects and arrays (or brackets in its "
-                                       f"strings); at most {MAX_CONTAINERS}", "send the documented structure: no "
-                                       "request holds this many (a batch of optimize requests: split it into smaller ones)")
+                                       f"strings); at most {MAX_CONTAINERS}", _too_many_fix(what))
     try:
         marked: list[object] = []  # a repeated key or a NaN: the walk below names where
 

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from legalsat.analyses.overlap import overlaps
-from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
+from legalsat.analyses.wgmma import INTEGER_ELEMENTS, MISREAD_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict, json_input, shown_int
@@ -58,16 +58,27 @@ from legalsat.terms.sexpr import MAX_TERM_CHARS, check_term_length, op_from_sexp
 Pos = Annotated[StrictInt, Field(ge=1, le=(1 << 62))]
 NonNeg = Annotated[StrictInt, Field(ge=0, le=(1 << 62))]
 MOVABLE_DTYPES = tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)
+MAX_TILE_ELEMENTS = 1 << 24  # far past any shared memory; keeps sizes well inside i64 arithmetic
+
+
+def _dims_schema(least: int) -> dict:
+    """The published bounds of a view's shape or strides (`least`: an entry's minimum)."""
+    return {"minItems": 1, "maxItems": MAX_TILE_RANK,
+            "items": {"type": "integer", "minimum": least, "maximum": MAX_BYTES}}
 MAX_REQUEST_ID = 128  # characters of a request_id
 
 
 class ViewIn(Strict):
     """A strided tensor: shape and strides outermost first, in elements."""
 
-    dtype: str = Field(description=f"element type: {', '.join(MOVABLE_DTYPES)}")
+    # the published bounds (json_schema_extra) are what the checks below enforce, with their own messages
+    dtype: str = Field(description=f"element type: {', '.join(MOVABLE_DTYPES)}",
+                       json_schema_extra={"enum": list(MOVABLE_DTYPES)})
     shape: list[StrictInt] = Field(description="extents, outermost first (each >= 1; 1..8 dims, 1..16 for a "
-                                               "tile load's source)")
-    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)")
+                                               "tile load's source)",
+                                   json_schema_extra=_dims_schema(1))
+    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)",
+                                     json_schema_extra=_dims_schema(0))
     base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes")
 
 
@@ -91,13 +102,21 @@ class ConsumerIn(Strict):
         None, description="wgmma operands: the instruction shape [m, n, k] (m 64; n a multiple of 8 up to 256; "
                           "k * element bits = 256)")
     element: str | None = Field(None, description="the element type the consumer reads, of the view's width "
-                                "(e.g. float8_e4m3fn over uint8, tfloat32 over float32); default the view's")
+                                "(e.g. float8_e4m3fn over uint8, tfloat32 over float32); default the view's",
+                                json_schema_extra={"enum": [*ELEMENT_TYPES, None]})
 
 
 def _consumer_object(value: object) -> object:
     """A consumer's name is shorthand for the object naming only its kind (so errors in the
     object's fields name those fields)."""
-    return {"kind": value} if isinstance(value, str) else value
+    if isinstance(value, str):
+        return {"kind": value}
+    if not isinstance(value, dict):  # "expected a JSON object" hid the usual form, a name
+        err = ValueError(f"op.consumer is {shown(value)}, neither a consumer name nor a consumer object")
+        err.fix = (f"give a name ({', '.join(map(repr, ConsumerName.__args__))}) or the detailed object "
+                   '{"kind": ..., "major": ...}')
+        raise err
+    return value
 
 
 Consumer_ = Annotated[ConsumerIn, BeforeValidator(_consumer_object), WithJsonSchema(
@@ -108,12 +127,14 @@ class LoadTileOp(Strict):
     kind: Literal["load_tile"]
     src: ViewIn
     tile: list[StrictInt] = Field(description="tile extents, outermost first; one per src dim; may exceed the "
-                                  "src extent (the overhang reads as zero)")
+                                  "src extent (the overhang reads as zero)",
+                                  json_schema_extra={"minItems": 1, "maxItems": MAX_TILE_RANK, "items": {
+                                      "type": "integer", "minimum": 1, "maximum": MAX_TILE_ELEMENTS}})
     consumer: Consumer_ = Field(description="what reads the tile: a name, or the detailed form")
 
 
 class IndexIn(Strict):
-    count: StrictInt = Field(description="number of index entries (>= 1)")
+    count: StrictInt = Field(description="number of index entries (>= 1)", json_schema_extra={"minimum": 1})
     distribution: Literal[tuple(d.value for d in Distribution)] = "random"  # type: ignore[valid-type]
     page_size: Pos | None = Field(None, description="positions along the axis one index selects")
     unique: StrictBool = False
@@ -123,7 +144,8 @@ class IndexIn(Strict):
 class GatherOp(Strict):
     kind: Literal["gather"]
     src: ViewIn
-    axis: NonNeg
+    axis: NonNeg = Field(description="the dim the index selects along (< the source's rank)",
+                         json_schema_extra={"maximum": MAX_RANK - 1})
     index: IndexIn
 
 
@@ -136,7 +158,9 @@ class Options(Strict):
     timeout_ms: Annotated[StrictInt, Field(ge=1, le=600_000)] = PlanOptions.timeout_ms
     node_limit: Annotated[StrictInt, Field(ge=16, le=10_000_000)] = PlanOptions.node_limit
     smem_bytes: Pos | None = Field(PlanOptions.smem_bytes, description="shared memory per block, bytes (default: "
-                                   "the target's whole budget; at most that budget, 232448 on sm90)")
+                                   "the target's whole budget; at most that budget, 232448 on sm90)",
+                                   json_schema_extra=lambda schema: schema["anyOf"][0].update(
+                                       maximum=max(resolve_target(t).smem_per_block_bytes for t in TARGET_NAMES)))
     explain: StrictBool = PlanOptions.explain
     keep_egraph: StrictBool = PlanOptions.keep_egraph
 
@@ -153,7 +177,7 @@ class OptimizeRequest(Strict):
         "options": {"max_plans": 3}}]})
 
     target: str = Field("sm90", description=f"hardware target: {', '.join(TARGET_NAMES)} (over HTTP the default is "
-                        "the server's LEGALSAT_TARGET)")
+                        "the server's LEGALSAT_TARGET)", json_schema_extra={"enum": list(TARGET_NAMES)})
     op: Annotated[CopyOp | LoadTileOp | GatherOp, Field(discriminator="kind")] | None = None
     term: Annotated[str, Field(max_length=MAX_TERM_CHARS)] | None = Field(
         None, description="the movement as an s-expression")
@@ -182,7 +206,8 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
     for k, n in enumerate(v.shape):
         if n < 1:
             raise _bad(f"{field}.shape[{k}]", f"{field}.shape[{k}] is {shown_int(n)}; extents must be >= 1",
-                       "a movement of an empty tensor has nothing to plan: skip it")
+                       "a movement of an empty tensor has nothing to plan: skip it" if n == 0 else
+                       "give the dim's extent, a count of elements (>= 1)")
     for name, values in (("shape", v.shape), ("strides", v.strides)):
         for k, x in enumerate(values):  # one value past the memory bound: named before any product
             if x >= MAX_BYTES:
@@ -207,7 +232,6 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
     return View(ELEMENT_TYPES[v.dtype], tuple(v.shape), tuple(v.strides), min(v.base_align, 1 << 12))
 
 
-MAX_TILE_ELEMENTS = 1 << 24  # far past any shared memory; keeps sizes well inside i64 arithmetic
 
 
 def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
@@ -239,6 +263,12 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
                        f"wide but op.src.dtype {src.dtype.name} is {src.dtype.storage_bits}",
                        "name a type of the view's width (the consumer reads the same bits)")
     wgmma = kind in (Consumer.WGMMA_A, Consumer.WGMMA_B)
+    read = element or src.dtype
+    if wgmma and read.name in MISREAD_ELEMENTS:
+        raise _bad("op.consumer.element" if element is not None else "op.src.dtype",
+                   f"wgmma reads no {read.name} (its 8-bit floats are float8_e4m3fn and float8_e5m2; no complex "
+                   "type)", "load the tile for a rows or cols consumer, or convert the operand to a type wgmma "
+                   "reads first")
     if not wgmma and (c.major is not None or c.instruction is not None):
         raise _bad("op.consumer", f"major and instruction describe wgmma operands, not a {kind.value} consumer",
                    "drop them, or use wgmma_a / wgmma_b")

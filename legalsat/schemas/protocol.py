@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Literal
 
-from pydantic import Field, StrictBool, StrictInt, ValidationError
+from pydantic import Field, StrictBool, StrictInt, ValidationError, field_validator
 
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.protocols.model import (
@@ -108,6 +108,14 @@ class BlockIn(Strict):
     ops: Annotated[list[OpIn], Field(max_length=MAX_OPS)] = Field(description="the operations of one iteration")
     count: Count = Field("N", description="iterations: an integer, \"N\" or {n, c}")
     start: Count = Field(0, description="first i: an integer, \"N\" or {n, c}")
+
+    @field_validator("count")
+    @classmethod
+    def _count_not_negative(cls, v: object) -> object:
+        # a literal count below 0 is no number of iterations (N + c below 0 runs none: N varies)
+        if type(v) is int and v < 0:
+            raise ValueError(f"count is {v}: a block runs 0 or more iterations")
+        return v
 
 
 class RoleIn(Strict):

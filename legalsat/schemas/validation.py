@@ -6,7 +6,7 @@ import dataclasses
 import difflib
 import re
 from types import UnionType
-from typing import Annotated, Union, get_args, get_origin
+from typing import Annotated, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -135,9 +135,9 @@ def _siblings(known: type[BaseModel] | None, loc: tuple) -> list[str]:
     return fields_at(known, loc[:-1]) if known is not None else []
 
 
-def fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
-    """The JSON names of the fields of the object at `loc` under `model` (every member's, where
-    a union stands there; list items by their index)."""
+def _models_at(model: type[BaseModel], loc: tuple) -> list[type[BaseModel]]:
+    """The models the object at `loc` under `model` may be (every member, where a union stands
+    there; list items by their index)."""
     types: list = [model]
     for part in loc:
         nxt = []
@@ -148,12 +148,40 @@ def fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
                 elif isinstance(member, type) and issubclass(member, BaseModel):
                     nxt += [f.annotation for name, f in member.model_fields.items() if part in (name, f.alias)]
         types = nxt
+    return [m for t in types for m in _members(t) if isinstance(m, type) and issubclass(m, BaseModel)]
+
+
+def fields_at(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The JSON names of the fields of the object at `loc` under `model` (every member's, where
+    a union stands there; list items by their index)."""
     names: list[str] = []
-    for t in types:
-        for member in _members(t):
-            if isinstance(member, type) and issubclass(member, BaseModel):
-                names += [f.alias or n for n, f in member.model_fields.items() if (f.alias or n) not in names]
+    for member in _models_at(model, loc):
+        names += [f.alias or n for n, f in member.model_fields.items() if (f.alias or n) not in names]
     return names
+
+
+def _unknown_field(known: type[BaseModel] | None, loc: tuple, tag: str | None) -> tuple[str, str | None]:
+    """The message (and fix, when it is not the catalogue's) for an unknown field at `loc`
+    (`tag`: the kind the object was read as). A field of another member of a union there is
+    said to be one, not offered as its own spelling: a gather's `dst` is a copy's, a tile bank
+    request's `access_bytes` a raw instruction's."""
+    name = str(loc[-1])
+    models = _models_at(known, loc[:-1]) if known is not None else []
+    fields = [[f.alias or n for n, f in m.model_fields.items()] for m in models]
+    owners = [k for k, names in enumerate(fields) if name in names]
+    where = field_path(loc[:-1]) or "the request"
+    if not owners:
+        return f"unknown field {shown(name)}{did_you_mean(name, _siblings(known, loc))}", None
+    kinds = [str(get_args(f.annotation)[0]) for k in owners if (f := models[k].model_fields.get("kind")) is not None
+             and get_origin(f.annotation) is Literal]
+    if kinds:
+        this = f" of kind {tag!r}" if tag else ""
+        return (f"{where}{this} has no field {shown(name)}: {name} is a field of kind {' or '.join(map(repr, kinds))}",
+                f"remove {name}, or set {where}.kind to the movement you mean")
+    shared = set.intersection(*map(set, fields))
+    mates = [n for n in fields[owners[0]] if n != name and n not in shared]
+    return (f"{where} mixes two forms: {name} goes with {', '.join(mates)}, not with the other fields sent",
+            f"send one form's fields: remove {name}, or send the form it belongs to")
 
 
 def _members(t) -> list:
@@ -209,8 +237,10 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         msg = e.get("msg", "invalid value")
         if etype == "value_error" and msg.startswith("Value error, "):
             msg = msg[len("Value error, "):]
+        unknown_fix = None
         if etype == "extra_forbidden" and loc:
-            msg = f"unknown field {shown(str(loc[-1]))}{did_you_mean(loc[-1], _siblings(known_fields, loc))}"
+            raw = tuple(e.get("loc", ()))
+            msg, unknown_fix = _unknown_field(known_fields, loc, next((str(p) for p in raw if p in tags), None))
         elif etype in _OBJECT_TYPE:  # pydantic says "a valid dictionary or instance of ViewIn"
             msg = f"{path or 'the input'}: expected a JSON object, got {json_kind(e.get('input'))}"
         elif etype in ("union_tag_not_found", "union_tag_invalid"):
@@ -220,7 +250,8 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
             if etype == "union_tag_not_found":
                 msg = f"{path or 'the input'} has no {key!r}"
             else:
-                msg, path = f"{where} is {ctx.get('tag')!r}, not one of {ctx.get('expected_tags')}", where
+                given = e["input"].get(key) if isinstance(e.get("input"), dict) else ctx.get("tag")
+                msg, path = f"{where} is {shown(given)}, not one of {ctx.get('expected_tags')}", where
         elif etype == "literal_error":
             choices = re.findall(r"'([^']*)'", str(e.get("ctx", {}).get("expected", "")))
             near = (dtype_did_you_mean if loc and loc[-1] == "dtype" else did_you_mean)(e.get("input"), choices)
@@ -231,7 +262,7 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
         hint = (hints or {}).get(top)
         # a field's hint where the error is about the field as a whole; else the error's own fix
         own = _fix_for(etype, e.get("ctx") or {})
-        fix = (hint if len(loc) <= 1 or etype in _FIELD_LEVEL else None) or own or hint or \
+        fix = unknown_fix or (hint if len(loc) <= 1 or etype in _FIELD_LEVEL else None) or own or hint or \
             "give a value of the type and range the JSON Schema states for this field (legalsat schema)"
         if etype == "value_error" and e.get("ctx", {}).get("error") is not None:
             fix = getattr(e["ctx"]["error"], "fix", fix)
@@ -241,8 +272,11 @@ def details_from_validation(err: ValidationError | list[dict], hints: dict[str, 
 
 # what gives each command's input away, and what the command and route are
 _INPUTS = {
-    "optimize": (lambda o: isinstance(o.get("op"), dict) or "term" in o,
+    "optimize": (lambda o: (isinstance(o.get("op"), dict) or "term" in o) and "plans" not in o and "strategy" not in o,
                  "an optimize request: plan it with `legalsat optimize` (POST /v1/optimize)"),
+    "emit": (lambda o: "plans" in o or {"strategy", "pieces"} <= o.keys(),
+             "an optimize response (or one of its plans): turn it into a kernel with `legalsat emit` "
+             "(legalsat.clients.triton.build_kernel)"),
     "descriptor": (lambda o: {"global_dim", "box_dim"} <= o.keys(),
                    "a TMA descriptor: judge it with `legalsat validate-descriptor` (POST /v1/descriptors/validate)"),
     "protocol": (lambda o: "roles" in o,

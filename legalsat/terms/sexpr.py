@@ -177,6 +177,13 @@ def op_from_sexp(text: str) -> dict:
                 "consumer": _consumer(x[3])}
     if head == "gather" and len(x) == 4 and isinstance(x[2], int):
         return {"kind": "gather", "src": _view(x[1], "src"), "axis": x[2], "index": _index(x[3])}
+    forms = {"copy": (2, "(copy SRC DST)"), "load_tile": (3, "(load_tile SRC (TILE...) CONSUMER)"),
+             "gather": (3, "(gather SRC AXIS (index ...))")}
+    if head in forms:  # a known movement with the wrong arguments: said so, not "unknown"
+        takes, form = forms[head]
+        why = (f" takes {takes} arguments, got {len(x) - 1}" if len(x) - 1 != takes else
+               f": its AXIS {show(x[2])[:20]} is not an integer")
+        raise _err(f"({head} ...){why}: {show(x)[:80]}", f"write {form}")
     raise _err(f"unknown movement term {show(x)[:80]}",
                "use (copy SRC DST), (load_tile SRC (TILE...) CONSUMER) or (gather SRC AXIS (index ...))")
 

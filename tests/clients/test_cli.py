@@ -221,10 +221,14 @@ def test_summary_gives_a_warnings_whole_advice_and_a_small_copys_rate():
 
 
 def test_summary_refuses_options_that_are_not_an_object_as_json_output_does():
+    """... and an explain that is not a boolean: the summary set it to true before the request
+    was checked, so `"explain": "yes"` planned under --format summary and was refused under json."""
     term = "(copy (view float32 (8 8) (8 1) 16) (view float32 (8 8) (1 8) 16))"
     for fmt in ((), ("--format", "summary")):
         r = run_cli("optimize", "-", *fmt, stdin=json.dumps({"term": term, "options": 5}).encode())
         assert r.returncode == 2 and b"options" in r.stderr, (fmt, r.stderr)
+        r = run_cli("optimize", "-", *fmt, stdin=json.dumps({"term": term, "options": {"explain": "yes"}}).encode())
+        assert r.returncode == 2 and b"options.explain" in r.stderr, (fmt, r.stderr)
 
 
 def test_target_flag_applies_to_requests_that_name_none(tmp_path):
@@ -363,15 +367,19 @@ def test_usage_errors_name_the_flag_typed_and_every_bad_setting(tmp_path):
     (tmp_path / "resp.json").write_bytes(resp)
     r = run_cli("emit", str(tmp_path / "resp.json"), "--plan", "5")
     assert r.returncode == 2 and b"--plan 5 is outside" in r.stderr and b"plan_index" not in r.stderr, r.stderr
-    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "optimize", str(tmp_path / "t.json")],
-                       capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_WORKERS": "0",
-                                                              "LEGALSAT_PORT": "99999"})
+    (tmp_path / "t.jsonl").write_text((tmp_path / "t.json").read_text() + "\n")
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "batch", str(tmp_path / "t.jsonl"), "-o",
+                        str(tmp_path / "o.jsonl")], capture_output=True, timeout=120,
+                       env={**os.environ, "LEGALSAT_WORKERS": "0", "LEGALSAT_PORT": "99999"})
     assert r.returncode == 2 and b"LEGALSAT_WORKERS" in r.stderr and b"LEGALSAT_PORT" in r.stderr, r.stderr
-    # a setting only the service reads does not stop a one-shot command (it did: exit 2); a note says so
+    # a setting the command does not read does not stop it (it did: exit 2); a note says so:
+    # the service's port, and the workers `optimize` never starts
     r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "optimize", str(tmp_path / "t.json")],
-                       capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_PORT": "99999"})
+                       capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_PORT": "99999",
+                                                              "LEGALSAT_WORKERS": "0"})
     assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stderr
-    assert b"LEGALSAT_PORT is not valid; only `legalsat serve` reads it" in r.stderr
+    assert b"LEGALSAT_PORT is not valid; this command does not read it" in r.stderr
+    assert b"LEGALSAT_WORKERS is not valid; this command does not read it" in r.stderr
 
 
 def test_a_file_answered_into_a_pipe_is_not_flushed_line_by_line(tmp_path):
@@ -750,3 +758,37 @@ def test_a_worker_that_dies_while_input_is_still_read_costs_its_own_lines_only(t
                        chunk_lines=1, parallel_min_bytes=0, interactive_pipes=False, start_method="spawn")
     rows = [json.loads(x) for x in out.getvalue().splitlines()]
     assert n == len(rows) == 8 and [r.get("error") for r in rows] == [None, "worker_lost"] + [None] * 6
+
+
+def test_the_wrong_kind_of_json_is_named_with_the_command_that_takes_it(tmp_path):
+    """A request given to `emit` got a wall of "kind: Field required"; a response or a plan fed
+    back to `optimize` got "unknown field 'planner'" with the fix "remove the field"; `batch`'s
+    output given to `emit` got "Extra data: line 2"."""
+    response = run_cli("optimize", EXAMPLE).stdout
+    (tmp_path / "resp.json").write_bytes(response)
+    (tmp_path / "plan.json").write_text(json.dumps(json.loads(response)["plans"][0]))
+    (tmp_path / "two.jsonl").write_text(json.dumps(json.loads(response)) + "\n" + json.dumps(json.loads(response)) + "\n")
+    r = run_cli("emit", EXAMPLE)
+    assert r.returncode == 2 and b"this is an optimize request, not a plan" in r.stderr and b"legalsat optimize" in r.stderr
+    for name in ("resp.json", "plan.json"):
+        r = run_cli("optimize", str(tmp_path / name))
+        assert r.returncode == 2 and b"legalsat emit" in r.stderr and b"remove the field" not in r.stderr, r.stderr
+    r = run_cli("emit", str(tmp_path / "two.jsonl"))
+    assert r.returncode == 2 and b"holds 2 JSON lines" in r.stderr and b"sed -n 2p" in r.stderr, r.stderr
+
+
+def test_summary_says_when_a_plan_needs_a_reallocation_and_keeps_reasons_whole():
+    """A plan that runs only on a tensor re-allocated with a padded row pitch (allow_padding)
+    was listed like any other; a rejection's reason was cut at 120 columns mid-number
+    ("(<= 6…" for "(<= 64 bytes)")."""
+    from legalsat.api import optimize
+    from legalsat.clients.summary import summary
+
+    out = optimize({"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 33], "strides": [33, 1]},
+                           "dst": {"dtype": "bfloat16", "shape": [64, 33], "strides": [1, 64]}},
+                    "options": {"max_plans": 4, "allow_padding": True, "explain": True}})
+    text = summary(out)
+    padded = [p for p in out["plans"] if p.get("relayout")]
+    assert padded and "needs src re-allocated with a row pitch of 80 bytes (not 66)" in text, text
+    assert "(<= 64 bytes)" in " ".join(text.split()) and "…" not in text.split("rejected:")[1], text
+    assert all(len(line) <= 120 for line in text.splitlines())

@@ -413,3 +413,40 @@ def test_a_responses_relayout_and_a_response_model_name_their_plan(client):
     with pytest.raises(InputError) as e:
         build_kernel(OptimizeResponse.model_validate(edited), variant="tl")
     assert e.value.headline.field == "plans[0].pieces"
+
+
+def test_a_gathers_argument_refusals_say_what_was_passed(client, monkeypatch):
+    """A float index, a 2-D one and a short one all got "index must be a 1-D int32/int64 tensor
+    of 77 entries"; an out of the wrong strides or dtype, the same sentence for each."""
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    k = build_kernel(_gather_response())
+    src, out = torch.randn(100, 64).to(torch.bfloat16), torch.empty(77, 64, dtype=torch.bfloat16)
+    index = torch.randint(0, 100, (77,))
+    assert "it is torch.float32 of shape [77]" in _refused(lambda: k(src, index.float(), out), "index")
+    assert "it is torch.int64 of shape [7, 11]" in _refused(lambda: k(src, index.view(7, 11), out), "index")
+    assert "it is torch.int64 of shape [16]" in _refused(lambda: k(src, index[:16], out), "index")
+    transposed = torch.empty(64, 77, dtype=torch.bfloat16).t()
+    assert "strides [1, 77]" in _refused(lambda: k(src, index, transposed), "out")
+    assert "it is torch.float32" in _refused(lambda: k(src, index, out.float()), "out")
+
+
+def test_a_plan_index_into_one_plan_and_a_check_bounds_string_are_refused(client, monkeypatch):
+    """`build_kernel(plan, plan_index=1)` built the one plan without a word (the command line
+    refuses `--plan 1` for a plan file); `check_bounds="no"` was taken as true."""
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    resp = _gather_response()
+    assert "this is one plan" in _refused(lambda: build_kernel(resp["plans"][0], plan_index=1), "plan_index")
+    k = build_kernel(resp["plans"][0])
+    src, out = torch.randn(100, 64).to(torch.bfloat16), torch.empty(77, 64, dtype=torch.bfloat16)
+    index = torch.randint(0, 100, (77,))
+    assert "'no'" in _refused(lambda: k(src, index, out, check_bounds="no"), "check_bounds")
+    k(src, index, out, check_bounds=False)
+    assert torch.equal(out, src.index_select(0, index))

@@ -70,3 +70,18 @@ def test_bad_arguments_are_named():
     with pytest.raises(InputError) as e:
         matmul(a, torch.zeros(32, 64, dtype=torch.float16), variant="cuda")
     assert e.value.headline.field == "variant"
+
+
+def test_bfloat16_in_the_interpreter_is_refused_not_wrong(monkeypatch):
+    """bf16 operands in Triton's interpreter came back about 1e10 off (the interpreter reads bf16
+    through TMA descriptors as raw integers), with no error; now they are refused by name."""
+    require_client()
+    import torch
+
+    from legalsat.clients.triton import matmul
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    a, b = torch.zeros(64, 32, dtype=torch.bfloat16), torch.zeros(32, 64, dtype=torch.bfloat16)
+    with pytest.raises(InputError) as e:
+        matmul(a, b)
+    assert e.value.headline.field == "a" and "float16" in e.value.headline.fix

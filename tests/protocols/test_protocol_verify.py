@@ -268,3 +268,19 @@ def test_two_shared_memory_stores_into_one_buffer_are_no_race():
                {"op": "commit_group"}, {"op": "wait_group", "count": 0}, {"op": "arrive", "bar": "empty"}]}]}]}
     v = legalsat.verify_pipeline(doc)
     assert v.ok, v.violations
+
+
+def test_a_negative_literal_block_count_is_refused_not_judged():
+    """A block with `"count": -5` (the schema took -4096..4096 alike for count and start) got a
+    `deadlock` verdict; it is no number of iterations, and is refused naming its field."""
+    import legalsat
+    from legalsat.diagnostics import InputError
+    from legalsat.testing.protocols import store_epilogue
+
+    proto = store_epilogue(3)
+    proto["roles"][0]["blocks"][0]["count"] = -5
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(proto)
+    assert e.value.headline.field == "roles[0].blocks[0].count" and "-5" in e.value.headline.message
+    proto["roles"][0]["blocks"][0]["count"] = {"n": 1, "c": -1}  # N - 1 stays a count
+    assert legalsat.verify_pipeline(proto).ok

@@ -334,3 +334,25 @@ def test_a_descriptor_names_what_an_fp8_or_int8_view_moves_as():
             validate_descriptor({**desc, "dtype": name})
         assert e.value.headline.field == "dtype" and f"did you mean 'uint8' (what {name} moves as)?" in \
             e.value.headline.message
+
+
+@pytest.mark.parametrize("term, said", [
+    ("(copy (view float32 (64 64) (64 1) 16))", "(copy ...) takes 2 arguments, got 1"),
+    ("(load_tile (view float32 (64 64) (64 1) 16) (8 8))", "(load_tile ...) takes 3 arguments, got 2"),
+    ("(gather (view float32 (64 64) (64 1) 16) x (index 4))", "(gather ...): its AXIS x is not an integer"),
+])
+def test_a_known_movement_with_the_wrong_arguments_is_not_called_unknown(term, said):
+    """`(copy X)` was answered "unknown movement term": copy is known, its arity is wrong."""
+    with pytest.raises(InputError) as e:
+        parse_request({"term": term})
+    assert e.value.headline.message.startswith(said) and "unknown" not in e.value.headline.message
+
+
+@pytest.mark.parametrize("text, said", [(b"", "the input is empty"), (b" \n\t", "the input holds only white space")])
+def test_an_empty_input_is_said_to_be_empty(text, said):
+    """An empty file or stdin got "Expecting value: line 1 column 1 (char 0)"."""
+    from legalsat.schemas.base import load_json
+
+    with pytest.raises(InputError) as e:
+        load_json(text)
+    assert e.value.headline.code is Code.INVALID_JSON and e.value.headline.message == said

@@ -55,7 +55,32 @@ DESC = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [4096, 102
     (lambda: legalsat.optimize({"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [], "strides": []},
                                        "dst": {"dtype": "float32", "shape": [], "strides": []}}}),
      "op.src.shape", "0 dims", "shape [1]"),
-], ids=["long-target", "null", "true", "vector-0", "target-in-descriptor", "rank-0", "empty-shape"])
+    # "unknown field 'dst'; did you mean 'dst'?" for a copy's field sent with a gather
+    (lambda: legalsat.optimize({"op": {"kind": "gather", "src": {"dtype": "float32", "shape": [100, 64],
+                                                                  "strides": [64, 1]},
+                                       "dst": {"dtype": "float32", "shape": [100, 64], "strides": [64, 1]},
+                                       "axis": 0, "index": {"count": 32}}}),
+     "op.dst", "op of kind 'gather' has no field 'dst': dst is a field of kind 'copy'", "op.kind"),
+    # a raw instruction's field in a tile request: "unknown field", with a fix for filling it in
+    (lambda: legalsat.analyze_bank_conflicts({"pattern": "cols", "vector": 8, "access_bytes": 16,
+                                              "tile": {"dtype": "bfloat16", "shape": [64, 64]}}),
+     "access_bytes", "access_bytes goes with addresses", "remove access_bytes"),
+    # a vector that does not divide the row was first blamed on a row_pitch_bytes never sent
+    (lambda: legalsat.analyze_bank_conflicts({"pattern": "rows", "vector": 8,
+                                              "tile": {"dtype": "bfloat16", "shape": [64, 12]}}),
+     "vector", "12 columns do not split into vectors of 8", "divides 12"),
+    # a kind that is not a string was quoted as one: "op.kind is 'None'"
+    (lambda: legalsat.optimize({"op": {"kind": None}}), "op.kind", "op.kind is null,", None),
+    # a list in Python's spelling: "['128B'] is not a valid value"
+    (lambda: legalsat.validate_descriptor({**DESC, "swizzle": ["128B"]}), "swizzle", '["128B"] is not', None),
+    # a consumer of null was told "expected a JSON object / send a JSON object": a name is the usual form
+    (lambda: legalsat.optimize({"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [64, 64],
+                                                                     "strides": [64, 1]},
+                                       "tile": [64, 64], "consumer": None}}),
+     "op.consumer", "op.consumer is null", "'wgmma_a'"),
+], ids=["long-target", "null", "true", "vector-0", "target-in-descriptor", "rank-0", "empty-shape",
+        "field-of-another-kind", "field-of-another-form", "vector-before-pitch", "kind-null", "list-as-json",
+        "consumer-null"])
 def test_messages_name_the_field_at_fault_quote_json_and_offer_valid_fixes(call, field, message, fix):
     with pytest.raises(InputError) as e:
         call()
