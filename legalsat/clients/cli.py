@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import json
 import re
@@ -397,6 +396,9 @@ def _optimize(args: argparse.Namespace) -> int:
     except InputError:
         _json_lines_hint(data, args.file)  # the likelier mistake, when it is one
         raise
+    if args.target and isinstance(request.get("target"), str) and request["target"] != args.target:
+        print(f"legalsat: note: the request names target {request['target'][:20]!r}; --target {args.target} is "
+              "for requests that name none", file=sys.stderr)
     options = request.get("options", {})
     # the table's "why" is the planner's explain; options, or an explain, of another type are
     # left as sent, to be refused as they are under --format json
@@ -520,15 +522,7 @@ def _emit(args: argparse.Namespace) -> int:
     except InputError:
         _json_lines_hint(text, args.file, "emit")  # batch's output, the likelier mistake when it is one
         raise
-    if args.plan and isinstance(obj, dict) and "plans" not in obj:
-        raise Code.INVALID_INPUT.error(f"--plan {args.plan} picks a plan of a response, but {args.file} holds one plan",
-                                       "leave out --plan, or pass the whole optimize response", "--plan")
-    try:
-        plan, _ = select_plan(obj, args.plan)
-    except InputError as e:  # the flag the user typed, not the Python argument behind it
-        raise InputError([dataclasses.replace(d, field="--plan", message=d.message.replace("plan_index", "--plan"),
-                                              fix=d.fix.replace("plan_index", "--plan"))
-                          if d.field == "plan_index" else d for d in e.details]) from None
+    plan, _ = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
     with fields_as_passed(obj, args.plan):
         emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)

@@ -147,7 +147,7 @@ def _check_apart(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str) -> 
     if a0 < b1 and b0 < a1:
         raise _arg_error(b_name, f"{a_name} and {b_name} share memory ({min(a1, b1) - max(a0, b0)} bytes): the "
                          f"kernel would read what it has overwritten",
-                         f"pass a {b_name} of its own memory (clone {a_name} first if they must overlap)")
+                         f"pass {b_name} in memory of its own (clone {a_name} first if they must overlap)")
 
 
 def _check_written(t: torch.Tensor, name: str, need: int, src: torch.Tensor) -> None:

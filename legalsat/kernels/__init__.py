@@ -82,9 +82,10 @@ def fields_as_passed(obj: object, plan_index: int) -> Iterator[None]:
                           for d in e.details]) from None
 
 
-def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, dict | None]:
+def select_plan(obj: object, plan_index: int = 0, index_name: str = "plan_index") -> tuple[PlanOut, dict | None]:
     """(plan, the request's op or None) from a plan, or a whole optimize response (its
-    `plan_index`-th plan); raises InputError naming what is wrong."""
+    `plan_index`-th plan); raises InputError naming what is wrong (`plan_index` as the caller
+    spells it: `index_name`, e.g. the command line's --plan)."""
     if isinstance(obj, OptimizeResponse):
         obj = obj.model_dump(by_alias=True, exclude_unset=True)
     if isinstance(obj, dict) and "error" in obj and "plans" not in obj and "kind" not in obj:
@@ -97,8 +98,8 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, dict | None]
             raise plan_error("plan", "this is an optimize request, not a plan", "plan it first (`legalsat optimize "
                              "REQUEST.json > RESPONSE.json`, or legalsat.optimize), then pass the response")
         if not (isinstance(plan_index, numbers.Integral) and plan_index == 0):  # it picks nothing in one plan
-            raise plan_error("plan_index", f"plan_index {plan_index!r} picks a plan of a response, but this is one plan",
-                             "leave plan_index out, or pass the whole optimize response")
+            raise plan_error(index_name, f"{index_name} {plan_index!r} picks a plan of a response, but this is one plan",
+                             f"leave {index_name} out, or pass the whole optimize response")
         return validate_plan(obj), None
     plans = obj["plans"]
     if not isinstance(plans, list):
@@ -112,10 +113,10 @@ def select_plan(obj: object, plan_index: int = 0) -> tuple[PlanOut, dict | None]
     if isinstance(plan_index, numbers.Integral) and not isinstance(plan_index, bool):
         plan_index = int(plan_index)  # a numpy integer, as the rest of the API takes
     else:
-        raise plan_error("plan_index", f"plan_index is {json_kind(plan_index)} ({plan_index!r}), not an integer",
+        raise plan_error(index_name, f"{index_name} is {json_kind(plan_index)} ({plan_index!r}), not an integer",
                          f"pass an integer 0..{len(plans) - 1}")
     if not 0 <= plan_index < len(plans):
-        raise plan_error("plan_index", f"plan_index {plan_index} is outside the response's {len(plans)} plans",
+        raise plan_error(index_name, f"{index_name} {plan_index} is outside the response's {len(plans)} plans",
                          f"use 0..{len(plans) - 1}")
     plan = validate_plan(plans[plan_index], ("plans", plan_index))
     # the response's term, read once and checked against the plan (emit and build_kernel alike)

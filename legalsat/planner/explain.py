@@ -124,7 +124,10 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         ways = [f"{w:g}-way {k}" for k, w in (("writes", s.write_conflict_ways), ("reads", s.read_conflict_ways))
                 if w is not None]
         conflict = ("bank conflicts not modelled" if not ways else "conflict-free" if all(
-            w in (None, 1.0) for w in (s.write_conflict_ways, s.read_conflict_ways)) else "bank conflicts")
+            w in (None, 1.0) for w in (s.write_conflict_ways, s.read_conflict_ways)) else "bank-conflicted")
+        # the headline's words for it ("bank conflicts shared memory" read as a typo)
+        smem_words = {"bank conflicts not modelled": "shared memory (bank conflicts not modelled)"}.get(
+            conflict, f"{conflict} shared memory")
         facts.append(f"shared memory: {_fmt_bytes(s.bytes_per_stage)} x {s.stages} stage(s), swizzle {s.swizzle.value}, "
                      f"{s.padding_bytes} B row padding; {conflict}" + (f" ({', '.join(ways)})" if ways else ""))
     if p.descriptors:
@@ -152,7 +155,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
             headline = (f"bandwidth-bound: each tile read once at {walk.efficiency / 10:.0f}% of copy bandwidth "
                         f"({walk.fact})")
             if p.smem is not None and p.strategy == Strategy.TMA:
-                headline += f", {conflict} shared memory"
+                headline += f", {smem_words}"
     elif sort_us and sort_us >= max(launch_us, bw_us):
         headline = (f"sort-dominated: sorting the slots by group ({GROUP_SORT_LAUNCHES} launches) is {sort_us:.2f} "
                     f"of its {us:.2f} us")
@@ -164,7 +167,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         if elementwise is not None:
             what += f", the {elementwise} side element by element"
         if p.smem is not None and p.strategy in (Strategy.STAGED_SMEM, Strategy.TMA):
-            what += f", {conflict} shared memory"
+            what += f", {smem_words}"
         if p.gather is not None and p.gather.inspector is not None:
             what += f", after {len(p.gather.inspector.passes)} inspector passes"
         if sort_us:

@@ -103,12 +103,16 @@ def serve(settings: Settings) -> None:
     # the process have, not the shell's soft limit
     _raise_open_files_limit()
     app = create_app(settings)
+    config = uvicorn.Config(app, host=settings.host, port=settings.port,
+                            http=bounded_protocol(settings.max_header_bytes, settings.head_timeout_s),
+                            log_level=settings.log_level, log_config=_log_config(settings.log_level),
+                            timeout_graceful_shutdown=settings.shutdown_grace_s,
+                            access_log=False, ws="none")  # no WebSocket route: an upgrade is an HTTP request
+    # the address first: one in use stops the start at once (SystemExit), before any worker
+    # starts or "ready" is logged
+    sock = config.bind_socket()
     try:
-        uvicorn.run(app, host=settings.host, port=settings.port,
-                    http=bounded_protocol(settings.max_header_bytes, settings.head_timeout_s),
-                    log_level=settings.log_level, log_config=_log_config(settings.log_level),
-                    timeout_graceful_shutdown=settings.shutdown_grace_s,
-                    access_log=False, ws="none")  # no WebSocket route: an upgrade is an HTTP request like any other
+        uvicorn.Server(config).run(sockets=[sock])
     except SystemExit:  # uvicorn's exit code is the same for every start-up failure: say which it was
         start_error = getattr(app.state, "start_error", None)
         if start_error is not None:

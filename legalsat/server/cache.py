@@ -102,6 +102,10 @@ class CacheBackend(Protocol):
     def get_egraph(self, egraph_id: str) -> tuple[dict, str] | None:
         """(response, snapshot JSON) of a kept e-graph, or None."""
 
+    def has_egraph(self, egraph_id: str) -> bool:
+        """Whether an e-graph is kept (False too while the store is unavailable), without
+        reading it: what a HEAD asks."""
+
     def overdue(self) -> None:
         """Told of a call the service stopped waiting for (remote backends: a failure)."""
 
@@ -253,6 +257,10 @@ class PlanCache:
         if row is None:
             return None
         return json.loads(zlib.decompress(row[0])), zlib.decompress(row[1]).decode()
+
+    def has_egraph(self, egraph_id: str) -> bool:
+        with self._lock:
+            return self.db.execute("SELECT 1 FROM egraphs WHERE id = ?", (egraph_id,)).fetchone() is not None
 
     def overdue(self) -> None:  # never: its calls are made directly
         pass

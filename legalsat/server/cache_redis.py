@@ -264,5 +264,9 @@ class RedisPlanCache:
         self._discard(k, "e-graph")
         return None
 
+    def has_egraph(self, egraph_id: str) -> bool:
+        # the key alone: an entry whose seal does not hold is found out (and dropped) by the GET
+        return bool(self._run("has_egraph", self.client.exists, self.prefix + "egraph:" + egraph_id))
+
     def close(self) -> None:
         self.client.close()

@@ -240,7 +240,9 @@ def test_target_flag_applies_to_requests_that_name_none(tmp_path):
     assert out["target"] == "gfx942"
     named = tmp_path / "named.json"
     named.write_text(json.dumps({**req, "target": "sm90"}))
-    assert json.loads(run_cli("optimize", str(named), "--target", "gfx942").stdout)["target"] == "sm90"
+    r = run_cli("optimize", str(named), "--target", "gfx942")
+    assert json.loads(r.stdout)["target"] == "sm90"
+    assert b"the request names target 'sm90'; --target gfx942 is for requests that name none" in r.stderr
     lines = tmp_path / "in.jsonl"
     lines.write_text(json.dumps(req) + "\n" + json.dumps({**req, "target": "sm90"}) + "\n")
     r = run_cli("batch", str(lines), "--target", "gfx942", "--quiet")

@@ -113,8 +113,11 @@ def test_kept_egraph(svc):
     doc = svc.egraph(resp["egraph"]["id"])
     assert doc["request_id"] == "http-kept"
     with pytest.raises(ServiceError) as e:
-        svc.egraph("no-such-egraph")
+        svc.egraph("0" * 32)  # of the form, kept by none
     assert e.value.status == 404
+    with pytest.raises(InputError) as bad:  # of no form the service hands out: the client's input error
+        svc.egraph("no-such-egraph")
+    assert bad.value.headline.field == "egraph_id"
 
 
 def test_token_and_reachability_errors(server):

@@ -221,3 +221,10 @@ def test_a_headline_names_the_term_that_dominates_and_shares_keep_their_digits()
                        "options": {"explain": True, "max_plans": 4, "allow_padding": True}})
     estimates = [p["explain"][2] for p in padded["plans"]]
     assert estimates and not any(" x 0%" in e for e in estimates), estimates
+
+
+def test_a_conflicted_tiles_headline_reads_as_words():
+    """gfx942's staged transpose read "16-byte stores, bank conflicts shared memory"."""
+    out = optimize({**TRANSPOSE, "target": "gfx942", "options": {"explain": True, "max_plans": 3}})
+    staged = _plan(out, "staged_smem")["explain"][0]
+    assert "bank-conflicted shared memory" in staged and "conflicts shared" not in staged, staged

@@ -153,6 +153,8 @@ def test_kept_egraph_as_json_and_html(client):
     validate_response(out)
     eid = out["egraph"]["id"]
     assert "snapshot" not in out["egraph"] and eid  # kept on the server, not inlined
+    head = client.head(f"/v1/egraphs/{eid}")  # kept: found without reading or building anything
+    assert head.status_code == 200 and head.content == b""
     doc = client.get(f"/v1/egraphs/{eid}").json()
     assert doc["eclass_count"] > 0 and doc["extracted"][0]["located"]
     assert doc["extracted"][0]["strategy"] == out["plans"][0]["strategy"]
@@ -258,7 +260,10 @@ def test_a_path_parameter_is_named_as_the_route_names_it(client):
     """An e-graph id past 64 characters was named `path.egraph_id` (FastAPI's location), one
     within them `egraph_id`."""
     error(client.get("/v1/egraphs/" + "a" * 65), 422, "invalid_input", "egraph_id")
-    error(client.get("/v1/egraphs/" + "a" * 64), 404, "not_found", "egraph_id")
+    # an id of no form the service hands out was "no kept e-graph has id ..." (404)
+    error(client.get("/v1/egraphs/" + "a" * 64), 422, "invalid_input", "egraph_id")
+    assert "'" + "a" * 32 + "'" in error(client.get("/v1/egraphs/" + "A" * 32), 422, "invalid_input")["fix"]
+    error(client.get("/v1/egraphs/" + "a" * 32), 404, "not_found", "egraph_id")
 
 
 def test_an_empty_request_id_comes_back_as_sent(client):

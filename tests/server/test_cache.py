@@ -49,6 +49,8 @@ def test_kept_egraphs_are_bounded(tmp_path):
     for i in range(5):
         c.put_egraph(f"{i:032x}", {"i": i}, '{"nodes":{}}')
     assert c.get_egraph(f"{0:032x}") is None and c.get_egraph(f"{4:032x}")[0] == {"i": 4}
+    # what a HEAD asks, without reading the blob
+    assert c.has_egraph(f"{4:032x}") and not c.has_egraph(f"{0:032x}")
 
 
 def test_damaged_file_is_moved_aside_and_the_cache_starts_empty(tmp_path):

@@ -81,6 +81,7 @@ def test_kept_egraphs_are_shared_and_bounded_fleet_wide(redis_server):
         (a if i % 2 else b).put_egraph(f"{i:032x}", {"i": i}, '{"nodes":{}}')
     assert a.get_egraph(f"{0:032x}") is None and a.get_egraph(f"{1:032x}") is None
     assert b.get_egraph(f"{3:032x}") == ({"i": 3}, '{"nodes":{}}')
+    assert a.has_egraph(f"{3:032x}") and not b.has_egraph(f"{0:032x}")  # a HEAD's question, the blob unread
     assert a.client.zcard("legalsat:v1:egraphs") == 3
     assert len([k for k in a.client.keys() if k.startswith(b"legalsat:v1:egraph:")]) == 3
 

@@ -369,3 +369,21 @@ def test_a_worker_that_runs_out_of_memory_while_starting_names_the_setting(monke
     assert main(["serve", "--port", "0"]) == 2
     err = capsys.readouterr().err
     assert "exited during start-up" in err and "raise LEGALSAT_WORKER_MEMORY_MB" in err and "--port" not in err
+
+
+def test_an_address_in_use_stops_the_start_before_any_worker():
+    """`legalsat serve` on a taken port logged "ready: 1 workers" and "Application startup
+    complete" (its workers started) before the bind failed; the address is bound first now."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "serve", "--host", "127.0.0.1", "--port",
+                            str(port), "--workers", "1", "--cache-path", ""], capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 2 and "choose a free --port" in r.stderr, r.stderr
+    assert "ready:" not in r.stderr + r.stdout and "startup complete" not in r.stderr + r.stdout, r.stderr

@@ -60,11 +60,16 @@ class EgraphDoc(BaseModel):
 async def _page(request: Request, state: ServiceState, egraph_id: str, view: dict | None) -> Response | bytes:
     """A kept e-graph's document or page, built by a worker (its work grows with the e-graph:
     not in the service's process); a HEAD learns that it exists and gets no body built."""
-    if _ID.match(egraph_id):
+    if not _ID.match(egraph_id):  # no id the service hands out: said so, not "no kept e-graph has it"
+        lower = _ID.match(egraph_id.lower())
+        raise ApiError(422, Code.INVALID_INPUT, f"egraph_id {egraph_id[:64]!r} is not an e-graph id (32 lowercase "
+                       "hexadecimal characters)", f"use {egraph_id.lower()!r}" if lower else "use the egraph.id of "
+                       'an optimize response made with "options": {"keep_egraph": true}', "egraph_id")
+    if request.method == "HEAD":  # whether it is kept: the blob is not read
+        kept = await call(state.cache, state.cache.has_egraph, egraph_id, default=_UNANSWERED) or None
+    else:
         kept = (await call(state.cache, state.cache.get_egraph, egraph_id, default=_UNANSWERED) if state.cache.remote
                 else await asyncio.to_thread(state.cache.get_egraph, egraph_id))  # a blob of megabytes, unpacked
-    else:
-        kept = None
     if kept is _UNANSWERED or (kept is None and not state.cache.available):  # a store that is down: not a 404
         raise ApiError(503, Code.EGRAPH_UNAVAILABLE, headers={"Retry-After": "5"})
     if kept is None:
@@ -83,8 +88,8 @@ async def _page(request: Request, state: ServiceState, egraph_id: str, view: dic
     return body
 
 
-_PathId = Path(description="egraph.id of an optimize response made with options.keep_egraph",
-               max_length=64)
+_PathId = Path(description="egraph.id of an optimize response made with options.keep_egraph (32 lowercase "
+               "hexadecimal characters)", max_length=64, json_schema_extra={"pattern": "^[0-9a-f]{32}$"})
 
 
 @router.get("/{egraph_id}", response_model=EgraphDoc, responses=_ERRORS, summary="A kept e-graph as JSON")
