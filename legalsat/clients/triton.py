@@ -631,7 +631,7 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
         elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted
             where = "Triton's interpreter (TRITON_INTERPRET=1)" if os.environ.get("TRITON_INTERPRET") == "1" else \
                 "a machine without an sm90 GPU"
-            raise plan_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
+            raise _arg_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
                              'use variant="tl" (or "auto"), or run on an H100/H200')
         emitted = emit(p, variant)
         return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op)

@@ -23,7 +23,7 @@ from math import prod
 
 from pydantic import ValidationError
 
-from legalsat.diagnostics import InputError
+from legalsat.diagnostics import Code, InputError
 from legalsat.kernels.direct import emit_direct_copy, emit_direct_gather
 from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
@@ -61,10 +61,6 @@ def validate_plan(obj: object, where: tuple[str | int, ...] = ()) -> PlanOut:
                           for d in details_from_validation(errors)]) from None
 
 
-# fields of a call or of the response around a plan, not of the plan: named as they are
-_NOT_PLAN_FIELDS = ("term", "variant", "plan_index", "plans", "arguments", "error")
-
-
 @contextlib.contextmanager
 def fields_as_passed(obj: object, plan_index: int) -> Iterator[None]:
     """InputErrors raised inside name the plan's fields where `obj` holds them: under
@@ -76,10 +72,9 @@ def fields_as_passed(obj: object, plan_index: int) -> Iterator[None]:
     except InputError as e:
         if not (isinstance(obj, OptimizeResponse) or isinstance(obj, dict) and "plans" in obj):
             raise
-        prefix = f"plans[{plan_index}]."
+        prefix = f"plans[{plan_index}]."  # a plan's own fields (invalid_plan); a call's arguments stay as named
         raise InputError([dataclasses.replace(d, field=prefix + d.field)
-                          if d.field and not d.field.startswith(_NOT_PLAN_FIELDS) else d
-                          for d in e.details]) from None
+                          if d.field and d.code is Code.INVALID_PLAN else d for d in e.details]) from None
 
 
 def select_plan(obj: object, plan_index: int = 0, index_name: str = "plan_index") -> tuple[PlanOut, dict | None]:
@@ -205,7 +200,7 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
     cannot become a kernel."""
     plan = validate_plan(plan)
     if variant not in VARIANTS:
-        raise plan_error("variant", f"variant is {variant!r}", f"use one of {VARIANTS}")
+        raise Code.INVALID_ARGUMENT.error(f"variant is {variant!r}", f"use one of {VARIANTS}", "variant")
     if not plan.pieces:
         raise plan_error("pieces", "the plan has no pieces", "plan the request with legalsat >= planner/2")
     strategy = Strategy(plan.strategy)

@@ -450,3 +450,23 @@ def test_a_plan_index_into_one_plan_and_a_check_bounds_string_are_refused(client
     assert "'no'" in _refused(lambda: k(src, index, out, check_bounds="no"), "check_bounds")
     k(src, index, out, check_bounds=False)
     assert torch.equal(out, src.index_select(0, index))
+
+
+def test_a_calls_argument_is_named_as_passed_and_a_plans_field_under_its_plan(client):
+    """Errors inside the kernel build were re-pathed under plans[N]. unless their field was on a
+    hand-kept list of call arguments; now the plan's own fields (invalid_plan) are, and an
+    argument (invalid_argument) is named as the caller passed it."""
+    import copy
+
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import Code, InputError
+
+    resp = _gather_response()
+    with pytest.raises(InputError) as e:
+        build_kernel(resp, variant="cuda")
+    assert (e.value.headline.field, e.value.headline.code) == ("variant", Code.INVALID_ARGUMENT)
+    edited = copy.deepcopy(resp)
+    edited["plans"][0]["num_warps"] = 3
+    with pytest.raises(InputError) as e:
+        build_kernel(edited)
+    assert e.value.headline.field.startswith("plans[0].") and e.value.headline.code is Code.INVALID_PLAN, e.value
