@@ -289,7 +289,10 @@ class Kernel:
         elif self.plan.pieces and self.plan.pieces[0].element_bytes % t.element_size():
             raise _arg_error(name, f"{name} has {t.element_size()}-byte elements; the plan moves "
                              f"{self.plan.pieces[0].element_bytes}-byte ones", "pass the tensor the plan was made for")
-        if view is not None and (list(t.shape) != list(view["shape"]) or list(t.stride()) != list(view["strides"])):
+        # an extent-1 dim's stride addresses nothing (only its index 0 is read): torch sets such
+        # strides as it likes (unsqueeze, a [1, n] row of a larger tensor), so they are not compared
+        if view is not None and (list(t.shape) != list(view["shape"]) or any(
+                n > 1 and a != b for n, a, b in zip(view["shape"], t.stride(), view["strides"]))):
             raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
                              f"is for shape {view['shape']} strides {view['strides']}",
                              "pass the view the plan was made for, or plan this view")

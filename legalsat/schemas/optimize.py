@@ -210,7 +210,7 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
                        "give the dim's extent, a count of elements (>= 1)")
     for name, values in (("shape", v.shape), ("strides", v.strides)):
         for k, x in enumerate(values):  # one value past the memory bound: named before any product
-            if x >= MAX_BYTES:
+            if x >= MAX_BYTES and not (name == "strides" and v.shape[k] == 1):  # an extent-1 dim's: below
                 raise _bad(f"{field}.{name}[{k}]", f"{field}.{name}[{k}] is {shown_int(x)}, past 2^40 (1 TiB): no GPU's "
                            "memory holds a tensor that large", "check the shape and strides (strides are in "
                            "elements, not bytes)")
@@ -222,14 +222,27 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
         raise _bad(f"{field}.base_align", f"{field}.base_align is {v.base_align}; it must be a power of two",
                    "give the largest power of two that divides the base address (e.g. 16)")
     esize = ELEMENT_TYPES[v.dtype].storage_bits // 8
-    nbytes = span(v.shape, v.strides) * esize
+    strides = _free_unit_strides(v.shape, v.strides, esize)
+    nbytes = span(v.shape, strides) * esize
     if nbytes >= MAX_BYTES or prod(v.shape) * esize >= MAX_BYTES:
         raise _bad(f"{field}.shape", f"{field} spans {max(nbytes, prod(v.shape) * esize)} bytes, past 2^40 (1 TiB): "
                    "no GPU's memory holds a tensor that large",
                    "check the shape and strides (strides are in elements, not bytes); a ragged descriptor's "
                    "virtual dims (extents near 2^31 that rely on address wrap-around) are not a tensor to walk: "
                    "plan the tensor behind it, and check the descriptor itself at /v1/descriptors/validate")
-    return View(ELEMENT_TYPES[v.dtype], tuple(v.shape), tuple(v.strides), min(v.base_align, 1 << 12))
+    return View(ELEMENT_TYPES[v.dtype], tuple(v.shape), strides, min(v.base_align, 1 << 12))
+
+
+def _free_unit_strides(shape: list[int], strides: list[int], esize: int) -> tuple[int, ...]:
+    """`strides`, with the stride of an extent-1 dim that is past 2^40 (only index 0 is ever
+    read: any stride addresses the same element, and torch gives such dims the next dim's
+    whole size) taken as the view's span rounded up to 16 bytes, which keeps the planner's
+    arithmetic inside i64."""
+    if all(s < MAX_BYTES or n > 1 for n, s in zip(shape, strides)):
+        return tuple(strides)
+    words = max(1, 16 // esize)
+    pitch = cdiv(span(shape, [0 if n == 1 else s for n, s in zip(shape, strides)]), words) * words
+    return tuple(pitch if n == 1 and s >= MAX_BYTES else s for n, s in zip(shape, strides))
 
 
 

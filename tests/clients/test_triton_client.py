@@ -470,3 +470,22 @@ def test_a_calls_argument_is_named_as_passed_and_a_plans_field_under_its_plan(cl
     with pytest.raises(InputError) as e:
         build_kernel(edited)
     assert e.value.headline.field.startswith("plans[0].") and e.value.headline.code is Code.INVALID_PLAN, e.value
+
+
+def test_an_extent_1_dims_stride_is_not_compared(client, monkeypatch):
+    """A [1, 64] row planned with the stride its producer gave the unit dim (2^41: far past any
+    tensor, or 1) was refused for a tensor whose unit dim torch strides as 64: a stride only
+    index 0 ever multiplies addresses nothing."""
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    for unit in (1 << 41, 1):
+        resp = optimize({"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [1, 64], "strides": [unit, 1]},
+                                "dst": {"dtype": "bfloat16", "shape": [1, 64], "strides": [64, 1]}}})
+        for i in range(len(resp["plans"])):
+            src, dst = torch.randn(1, 64).to(torch.bfloat16), torch.zeros(1, 64, dtype=torch.bfloat16)
+            build_kernel(resp, plan_index=i, variant="tl")(src, dst)
+            assert torch.equal(src, dst), (unit, resp["plans"][i]["strategy"])

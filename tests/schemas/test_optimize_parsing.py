@@ -356,3 +356,19 @@ def test_an_empty_input_is_said_to_be_empty(text, said):
     with pytest.raises(InputError) as e:
         load_json(text)
     assert e.value.headline.code is Code.INVALID_JSON and e.value.headline.message == said
+
+
+def test_an_extent_1_dims_stride_is_free_however_large():
+    """A [1, 64] view whose extent-1 dim has a stride of 2^41 (never multiplied by anything but
+    0) was refused as "past 2^40 (1 TiB)"; the same stride on a dim of extent 2 still is."""
+    big = 1 << 41
+    for op in ({"kind": "copy", "src": {"dtype": "bfloat16", "shape": [1, 64], "strides": [big, 1]},
+                "dst": {"dtype": "bfloat16", "shape": [1, 64], "strides": [64, 1]}},
+               {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [1, 64], "strides": [big, 1]},
+                "tile": [8, 64], "consumer": "rows"}):
+        out = legalsat.optimize({"op": op})
+        assert out["status"] == "ok" and out["plans"], out["rejected"]
+    with pytest.raises(InputError) as e:
+        parse_request({"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [2, 64], "strides": [big, 1]},
+                              "dst": {"dtype": "bfloat16", "shape": [2, 64], "strides": [64, 1]}}})
+    assert e.value.headline.field == "op.src.strides[0]"
