@@ -140,6 +140,9 @@ class Settings(BaseSettings):
                              "use (0: only Redis's own maxmemory eviction bounds them)")
     egraphs_kept: int = Field(64, ge=1, le=100_000,
                               description="e-graphs kept for the viewer (keep_egraph requests)")
+    egraph_pages_bytes: int = Field(64 << 20, ge=0, le=1 << 34,
+                                    description="bytes of built e-graph pages and documents the service keeps for "
+                                    "the next GET (least recently used out; 0: each GET builds its page)")
     egraph_max_bytes: int = Field(32 << 20, ge=1 << 16, le=1 << 31,
                                   description="bytes of one kept e-graph (egglog's JSON of it, about 390 an "
                                   "e-node) at most: a larger one is answered without being kept (warning "

@@ -23,6 +23,7 @@ from legalsat.server.cache import open_cache
 from legalsat.server.deps import ServiceState, known_query_parameters, require_token
 from legalsat.server.errors import HostAllowList, NoSniff, install_error_handlers
 from legalsat.server.metrics import Metrics, MetricsMiddleware
+from legalsat.server.pages import BuiltPages
 from legalsat.server.pool import WorkerPool, WorkerStartError
 from legalsat.server.routers import analyze, docs, egraphs, health, optimize, verify
 from legalsat.settings import Settings, get_settings
@@ -62,7 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise
         metrics.bind_pool(pool)
         metrics.bind_cache(cache)
-        app.state.service = ServiceState(settings, pool, cache, metrics)
+        app.state.service = ServiceState(settings, pool, cache, metrics, BuiltPages(settings.egraph_pages_bytes))
         log.info("legalsat %s ready: %d workers, cache %s (%d entries)", legalsat.__version__,
                  settings.workers, cache.describe(), len(cache))
         try:

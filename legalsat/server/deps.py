@@ -19,6 +19,7 @@ from legalsat.schemas.validation import did_you_mean, json_kind
 from legalsat.server.cache import CacheBackend
 from legalsat.server.errors import ApiError, too_large
 from legalsat.server.metrics import Metrics
+from legalsat.server.pages import BuiltPages
 from legalsat.server.pool import WorkerPool
 from legalsat.settings import Settings
 
@@ -31,6 +32,7 @@ class ServiceState:
     pool: WorkerPool
     cache: CacheBackend
     metrics: Metrics
+    pages: BuiltPages  # e-graph pages and documents built by the workers (routers.egraphs)
 
 
 async def service(request: Request) -> ServiceState:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -59,15 +60,21 @@ class EgraphDoc(BaseModel):
 
 async def _page(request: Request, state: ServiceState, egraph_id: str, view: dict | None) -> Response | bytes:
     """A kept e-graph's document or page, built by a worker (its work grows with the e-graph:
-    not in the service's process); a HEAD learns that it exists and gets no body built."""
+    not in the service's process) and kept for the next GET (`state.pages`); a HEAD learns
+    that it exists and gets no body built."""
     if not _ID.match(egraph_id):  # no id the service hands out: said so, not "no kept e-graph has it"
         lower = _ID.match(egraph_id.lower())
         raise ApiError(422, Code.INVALID_INPUT, f"egraph_id {egraph_id[:64]!r} is not an e-graph id (32 lowercase "
                        "hexadecimal characters)", f"use {egraph_id.lower()!r}" if lower else "use the egraph.id of "
                        'an optimize response made with "options": {"keep_egraph": true}', "egraph_id")
-    if request.method == "HEAD":  # whether it is kept: the blob is not read
-        kept = await call(state.cache, state.cache.has_egraph, egraph_id, default=_UNANSWERED) or None
-    else:
+    # whether it is kept first (the blob is not read): a HEAD asks only that, and a page built
+    # before is answered only while its e-graph is kept
+    key = (egraph_id, json.dumps(view, sort_keys=True))
+    kept = await call(state.cache, state.cache.has_egraph, egraph_id, default=_UNANSWERED) or None
+    if kept is not None and kept is not _UNANSWERED and request.method != "HEAD":
+        body = state.pages.get(key)
+        if body is not None:
+            return body
         kept = (await call(state.cache, state.cache.get_egraph, egraph_id, default=_UNANSWERED) if state.cache.remote
                 else await asyncio.to_thread(state.cache.get_egraph, egraph_id))  # a blob of megabytes, unpacked
     if kept is _UNANSWERED or (kept is None and not state.cache.available):  # a store that is down: not a 404
@@ -85,6 +92,7 @@ async def _page(request: Request, state: ServiceState, egraph_id: str, view: dic
                                        state.settings.deadline_ms)
     if status != 200:
         raise answer_error(status, body, meta)
+    state.pages.put(key, body)
     return body
 
 
