@@ -46,10 +46,10 @@ from legalsat.terms.strategy import Strategy
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
 
 
-def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan], not_planned: int = 0) -> tuple[Plan, ...]:
-    """`plans` (best first) with their explanations; `not_planned`: candidates left out by
+def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan], not_returned: int = 0) -> tuple[Plan, ...]:
+    """`plans` (best first) with their explanations; `not_returned`: candidates left out by
     options.max_plans."""
-    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0], not_planned))
+    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0], not_returned))
                  for i, p in enumerate(plans))
 
 
@@ -180,7 +180,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
     rule = f"plans within {LAUNCH_BOUND:g} x one launch rank by estimate + largest program"
     if rank == 0:
         standing = f"ranked 1st of {of}" + (
-            f" (options.max_plans {req.options.max_plans}: {not_planned} more candidate(s) not planned)" if not_planned
+            f" (options.max_plans {req.options.max_plans}: {not_planned} more candidate(s) not returned)" if not_planned
             else " (the only plan)" if of == 1 else "")
         if bound and of > 1:
             standing += f": {rule}, {launch_key_us(p, c):.3f} us"

@@ -20,7 +20,7 @@ from legalsat.planner.build import Built
 from legalsat.planner.explain import explain
 from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
-from legalsat.planner.rank import plan_rank
+from legalsat.planner.rank import LAUNCH_BOUND, plan_rank
 from legalsat.planner.reasons import why_not
 from legalsat.planner.reports import StopReason
 from legalsat.planner.request import PlanRequest
@@ -87,10 +87,15 @@ def _optimize(req: PlanRequest) -> PlanResponse:
         snapshot = sat.snapshot if req.options.keep_egraph else None
         clock.lap("extract")
     plans, rejected = [], []
-    not_planned = 0  # candidates past options.max_plans
+    not_returned = 0  # candidates past options.max_plans, planned or not
+    # past max_plans, a candidate the e-graph estimates launch-bound is planned still: the final
+    # order ranks such plans by what they add to their launch (rank.plan_rank), so it may come
+    # before one already planned (a 16 x 512 transpose's first plan was shuffle, staged_smem or
+    # direct as max_plans was 1, 3 or 4)
+    launch_bound_ps = LAUNCH_BOUND * req.target.cost.launch_ns * 1000  # the e-graph's costs are ps
     for k, cand in enumerate(cands):
-        if len(plans) >= req.options.max_plans:
-            not_planned = len(cands) - k
+        if len(plans) >= req.options.max_plans and cand.cost > launch_bound_ps:  # cheapest first: none after
+            not_returned = len(cands) - k
             break
         if remaining_ms() == 0:  # the budget is spent: what was not reached says so
             rejected.append(Rejected(cand.strategy, cand.term, (Code.PLANNING_DEADLINE.at(
@@ -104,8 +109,10 @@ def _optimize(req: PlanRequest) -> PlanResponse:
             rejected.append(Rejected(cand.strategy, cand.term, e.reasons))
     # builders may know better than the e-graph (tile loads)
     plans.sort(key=lambda p: plan_rank(p, req.target.cost))
+    not_returned += len(plans[req.options.max_plans:])
+    plans = plans[:req.options.max_plans]
     if req.options.explain:
-        plans = list(explain(req, plans, not_planned))
+        plans = list(explain(req, plans, not_returned))
     offered = {c.strategy for c in cands}
     stopped = None if report.stop_reason == StopReason.SATURATED else report.stop_reason.value
     rejected += [Rejected(s, None, tuple(why_not(req, s, stopped))) for s in Strategy if s not in offered]

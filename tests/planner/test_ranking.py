@@ -96,3 +96,15 @@ def test_a_launch_bound_movement_shuffles_after_the_pointer_kernels():
     est = {p["strategy"]: p["cost"]["estimated_us"] for p in plans}
     assert est["shuffle"] <= min(est.values())
     assert plans[-1]["strategy"] == "shuffle"
+
+
+@pytest.mark.parametrize("shape", [(16, 512), (8, 256), (16, 64), (4, 1024), (64, 64), (2048, 2048)])
+def test_the_plans_returned_are_the_first_of_one_order_whatever_max_plans(shape):
+    """A 16 x 512 fp32 transpose's first plan was shuffle, staged_smem or direct as max_plans was
+    1, 3 or 4: the cut came before the launch-bound order. The plans returned are now the first
+    max_plans of the order all of them would have."""
+    n, m = shape
+    term = f"(copy (view float32 ({n} {m}) ({m} 1) 16) (view float32 ({n} {m}) (1 {n}) 16))"
+    every = [p["strategy"] for p in optimize({"term": term, "options": {"max_plans": 16}})["plans"]]
+    for k in range(1, len(every) + 1):
+        assert [p["strategy"] for p in optimize({"term": term, "options": {"max_plans": k}})["plans"]] == every[:k]
