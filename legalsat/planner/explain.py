@@ -20,7 +20,7 @@ import dataclasses
 import math
 
 from legalsat.planner.build.tile import WalkCost, walk_cost
-from legalsat.planner.plan import Piece, Plan
+from legalsat.planner.plan import GatherPlan, Piece, Plan
 from legalsat.planner.rank import (
     FIXED_LATENCY,
     LAUNCH_BOUND,
@@ -65,15 +65,22 @@ def _width_eff(req: PlanRequest, width: int) -> int:
     return table.get(width, table[max(w for w in table if w <= max(width, min(table)))])
 
 
-def _runs(piece: Piece) -> tuple[int, int]:
-    """Bytes of the contiguous run a program accesses on each side: the unit-stride dim's
-    extent, cut to the tile's extent along it where the tile spans the piece's dims."""
-    tiled = len(piece.tile) == len(piece.dims)
+def _runs(piece: Piece, gather: GatherPlan | None = None) -> tuple[int, int]:
+    """Bytes of the contiguous run a program accesses on each side. A copy: the unit-stride
+    dim's extent, cut to the tile's extent along it where the tile spans the piece's dims. A
+    row gather (tile: rows per program): each entry's slab, whole, on both sides. An
+    index-major gather (tile: entries, slab step): an entry's element on the source side, the
+    program's entries on the output side (they are its contiguous run)."""
+    eb = piece.element_bytes
+    if gather is not None and len(piece.tile) == 2:
+        return eb, min(gather.index_count, piece.tile[0]) * eb
+    # a copy's tile spans its dims (cut the run to it); a row gather's tile counts entries
+    tiled = gather is None and len(piece.tile) == len(piece.dims)
 
     def run(stride_of) -> int:  # noqa: ANN001
         unit = [min(d.extent, piece.tile[k]) if tiled else d.extent for k, d in enumerate(piece.dims)
                 if stride_of(d) == 1]
-        return (unit[0] if unit else 1) * piece.element_bytes
+        return (unit[0] if unit else 1) * eb
     return run(lambda d: d.src_stride), run(lambda d: d.dst_stride)
 
 
@@ -109,7 +116,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         facts.append(f"{loads}-byte loads, {stores}-byte stores (the target's table: {loads}-byte accesses run at "
                      f"{_width_eff(req, loads) / 10:.0f}% of copy bandwidth)")
         if core.dims:
-            src_run, dst_run = _runs(core)
+            src_run, dst_run = _runs(core, p.gather)
             inner = core.dims[-1]  # a direct piece walks its dims in order, the last innermost
             scattered = [side for side, st in (("src", inner.src_stride), ("dst", inner.dst_stride)) if st != 1]
             if p.strategy == Strategy.DIRECT and scattered and len(scattered) < 2 and core.element_bytes < SECTOR:
@@ -175,8 +182,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         headline = f"bandwidth-bound at {_share(eff)} of copy bandwidth: {what}"
     bound = launch_bound(p, c)
     if bound and p.pieces:
-        facts.append(f"largest program: {_fmt_bytes(longest_program_bytes(p))} read and written alone at "
-                     f"{c.program_gbps} GB/s adds {longest_program_us(p, c):.2f} us to its launch")
+        most = _fmt_bytes(longest_program_bytes(p))  # each side's bytes (the whole movement's are a sum)
+        facts.append(f"largest program: {most} read and {most} written alone at {c.program_gbps} GB/s adds "
+                     f"{longest_program_us(p, c):.2f} us to its launch")
     rule = f"plans within {LAUNCH_BOUND:g} x one launch rank by estimate + largest program"
     if rank == 0:
         standing = f"ranked 1st of {of}" + (
@@ -204,11 +212,12 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         estimate = (f"estimated {us:.2f} us = the walk's fixed part {walk.fixed_us:.2f} us (launch, pipeline fill, "
                     f"tail) + {read}; the tiles go to shared memory, not back to global memory")
     elif eff is not None:
-        sort = (f" + sorting the slots by group {sort_us:.2f} us ({GROUP_SORT_LAUNCHES} launches, "
-                f"{_fmt_bytes(p.gather.index_count * c.sort_bytes_per_slot)} of keys and values read and written "
-                f"at {GROUP_SORT_EFFICIENCY / 10:.0f}%)" if sort_us else "")
+        keys = _fmt_bytes(p.gather.index_count * c.sort_bytes_per_slot) if sort_us else ""
+        sort = (f" + sorting the slots by group {sort_us:.2f} us ({GROUP_SORT_LAUNCHES} launches, {keys} of keys "
+                f"and values read and {keys} written at {GROUP_SORT_EFFICIENCY / 10:.0f}%)" if sort_us else "")
+        # bytes_moved counts both sides: said as a sum, where the lines above give each side's
         estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us{sort} + {_fmt_bytes(p.cost.bytes_moved)} "
-                    f"read and written at {c.copy_bandwidth_gbps} GB/s x {_share(eff)}")
+                    f"moved (read + written) at {c.copy_bandwidth_gbps} GB/s x {_share(eff)}")
     else:
         estimate = f"estimated {us:.2f} us"
     lines = [headline, standing, estimate + f" ({c.source})", *facts]
@@ -290,11 +299,13 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
                 why = "the tile's bytes per program"
             out.append(f"tile dim {k} = {t} of {n} {eb}-byte elements: {why}")
     if p.smem is not None and p.smem.stages > 1:
-        per = p.smem.bytes_per_stage + (p.smem.store_buffer_bytes or 0) / max(p.smem.stages, 1)
-        more = (p.smem.stages + 1) * p.smem.bytes_per_stage + (p.smem.store_buffer_bytes or 0)
+        store = p.smem.store_buffer_bytes or 0
+        more = (p.smem.stages + 1) * p.smem.bytes_per_stage + store
         why = (f"one more would need {_fmt_bytes(more)} of the {_fmt_bytes(p.smem_budget_bytes)} shared-memory budget"
                if more > p.smem_budget_bytes else "the pipeline's depth cap (more stages do not add bandwidth)")
-        out.append(f"stages {p.smem.stages} ({_fmt_bytes(int(per))} each): {why}")
+        # the stage's own bytes (the shared-memory line's), the store buffer named beside them
+        beside = f" + a {_fmt_bytes(store)} store buffer" if store else ""
+        out.append(f"stages {p.smem.stages} of {_fmt_bytes(p.smem.bytes_per_stage)}{beside}: {why}")
     tile_bytes = math.prod(tile) * eb
     if row_gather and p.gather.slab_bytes <= SHORT_ROW_BYTES:  # solve_rows' short rows
         if p.num_warps == rows_warps(p.gather.slab_bytes, tile_bytes):

@@ -35,7 +35,10 @@ _LABELS = {"TmaOk": "tma_legal", "Div": "strides_divisible_by", "Has": "strategi
            "Rank": "rank", "MaxD": "max_dst_stride", "MaxS": "max_src_stride", "Clustered": "clustered",
            "TElems": "tile_elements", "TTiles": "tile_positions", "TRank": "tile_rank", "TBig": "dims_spanned",
            "TInner": "inner_tile_extent", "TBcast": "broadcast", "LoadWidth": "access_bytes",
-           "TOuterDiv": "outer_strides_divisible_by", "BcastOf": "without_broadcast"}
+           "TOuterDiv": "outer_strides_divisible_by", "BcastOf": "without_broadcast",
+           "Run": "staged_run_bytes", "SortPs": "group_sort_us"}
+# analysis values kept in picoseconds by the rules (extraction's unit), shown in µs
+_PS_TO_US = {"SortPs"}
 
 
 class _Graph:
@@ -108,7 +111,8 @@ def egraph_model(egraph_id: str, response: dict, snapshot_json: str) -> dict:
         name = _LABELS.get(op, op)
         entry = classes[terms[0]]["analyses"]
         if out in g.literal:  # a function: one value per e-class
-            entry[name] = g.value(out)
+            value = g.value(out)
+            entry[name] = value / 1e6 if op in _PS_TO_US and isinstance(value, (int, float)) else value
         else:  # a relation: a fact, possibly with arguments
             if op == "Has":
                 args = [_STRATEGY_BY_CODE.get(a, a) for a in args]

@@ -87,7 +87,7 @@ def test_a_launch_bound_plan_ranked_below_a_higher_estimate_says_why():
     assert out["plans"][0] is first and staged["cost"]["estimated_us"] < first["cost"]["estimated_us"]
     assert "plans within 1.1 x one launch rank by estimate + largest program" in staged["explain"][1]
     assert first["explain"][1].startswith("ranked 1st of 3: plans within 1.1 x one launch rank by estimate + largest")
-    assert "largest program: 24.0 KiB read and written alone at 74 GB/s adds 0.66 us to its launch" in staged["explain"]
+    assert "largest program: 24.0 KiB read and 24.0 KiB written alone at 74 GB/s adds 0.66 us to its launch" in staged["explain"]
     assert "TMA pipelines and warp shuffles come after the pointer kernels" in tma["explain"][1]
 
 
@@ -98,7 +98,7 @@ def test_a_gathers_largest_program_is_its_rows():
                     "options": {"explain": True}})
     direct = _plan(out, "direct")
     assert direct["gather"]["rows_per_program"] == 64 and direct["gather"]["slab_bytes"] == 128
-    assert any(line.startswith("largest program: 8.0 KiB read and written alone") for line in direct["explain"])
+    assert any(line.startswith("largest program: 8.0 KiB read and 8.0 KiB written alone") for line in direct["explain"])
 
 
 def test_an_index_major_gathers_limit_is_its_own():
@@ -153,7 +153,7 @@ def test_every_suite_plans_explanation_adds_up_to_its_estimate():
         head, _, estimate = p["explain"][:3]
         assert all(int(x) <= 100 for x in re.findall(r"at (\d+)% of copy bandwidth", head)), (rid, head)
         m = re.match(r"estimated ([\d.]+) us = launches ([\d.]+) us(?: \+ sorting the slots by group ([\d.]+) us "
-                     r"\([^)]*\))? \+ ([\d.]+) (B|KiB|MiB|GiB) read and written at (\d+) GB/s x (\d+)%", estimate)
+                     r"\([^)]*\))? \+ ([\d.]+) (B|KiB|MiB|GiB) moved \(read \+ written\) at (\d+) GB/s x (\d+)%", estimate)
         if m is None:
             assert estimate.startswith("estimated") and ("walk's fixed part" in estimate or "x" not in estimate), \
                 (rid, estimate)

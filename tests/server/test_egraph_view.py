@@ -109,3 +109,16 @@ def test_a_tile_walks_analyses_have_their_users_names_and_only_plans_carry_times
     sort_of = {c["id"]: c["sort"] for c in model["eclasses"]}
     priced = {sort_of[n["eclass"]] for n in model["enodes"] if n["cost"] is not None}
     assert priced == {"Plan"}
+
+
+def test_every_analysis_has_a_users_name_and_a_sort_time_is_in_us():
+    """A grouped gather's e-class showed `SortPs 56097767` (picoseconds, no unit) and a
+    transpose's `Run 256`, the rules' own names."""
+    moe = _model({"op": {"kind": "gather", "src": {"dtype": "bfloat16", "shape": [4096, 2048], "strides": [2048, 1]},
+                         "axis": 0, "index": {"count": 32768, "groups": 64}}})
+    keys = {k for c in moe["eclasses"] for k in c["analyses"]}
+    assert "SortPs" not in keys and "group_sort_us" in keys
+    sort_us = [c["analyses"]["group_sort_us"] for c in moe["eclasses"] if "group_sort_us" in c["analyses"]]
+    assert max(sort_us) > 1 and max(sort_us) < 1000  # tens of µs, not tens of millions of ps
+    staged = {k for c in _model(SMALL)["eclasses"] for k in c["analyses"]}
+    assert "Run" not in staged and not {k for k in keys | staged if k[:1].isupper()}, keys | staged

@@ -157,3 +157,27 @@ def test_a_rejected_strategy_outside_the_egraph_keeps_the_graph(client, page):
     assert page.evaluate("() => window.legalsatViewer.cy.nodes().length") == before > 0
     assert page.evaluate("() => window.legalsatViewer.cy.nodes(':selected').length") == 0
     assert "not in the e-graph" in page.inner_text("#details")
+
+
+def test_a_candidate_link_clicked_again_goes_there_again_and_a_redraw_clears_the_search(client, page):
+    """Clicking a candidate's link a second time after panning away did nothing (the same hash
+    fires no hashchange); after Expand all the search's count stayed while its highlights were
+    gone."""
+    resp = _kept(client, "transpose-8192")
+    open_page(page, f"{client.base_url}/v1/egraphs/{resp['egraph']['id']}/view")
+    link = page.locator("#candidates li[data-anchor='plan-1'] > a")
+    link.click()
+    page.wait_for_function("() => window.legalsatViewer.idle()")
+    page.evaluate("() => window.legalsatViewer.cy.pan({x: -5000, y: -5000})")
+    link.click()
+    page.wait_for_function("() => window.legalsatViewer.idle()")
+    ids = [n for n in resp["plans"][1].get("enodes", [])] or page.evaluate(
+        "() => window.legalsatViewer.cy.nodes(':selected').map((n) => n.id().slice(2))")
+    assert ids and page.evaluate(_IN_VIEW, ids) == ["ok"] * len(ids)
+    page.fill("#search", "Lower")
+    page.evaluate("() => window.legalsatViewer.runSearch()")
+    page.wait_for_function("() => window.legalsatViewer.idle()")
+    assert page.inner_text("#search-result")
+    page.click("#expand-all")
+    page.wait_for_function("() => window.legalsatViewer.idle()")
+    assert page.inner_text("#search-result") == ""

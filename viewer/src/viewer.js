@@ -210,6 +210,9 @@ function layout() {
 async function redraw() {
   cy.elements().remove();
   cy.add(elements());
+  // a redraw drops the search's highlights: its count would describe nothing on screen
+  const said = document.getElementById("search-result");
+  if (said) said.textContent = "";
   await layout();
 }
 
@@ -345,6 +348,12 @@ function candidateList() {
     li.className = c.kind;
     const a = el("a", c.kind === "rejected" ? `${c.strategy} (rejected)` : `${c.strategy}: ${c.estimated_us} µs estimated`);
     a.href = `#${c.anchor}`;
+    a.addEventListener("click", (e) => { // the same anchor again fires no hashchange: go there anyway
+      if (location.hash === a.hash) {
+        e.preventDefault();
+        goTo(c.anchor);
+      }
+    });
     li.append(a);
     if (c.kind === "chosen") li.append(el("span", " chosen", "tag"));
     if (!c.located) li.append(el("span", " not in the e-graph", "tag"));
