@@ -264,10 +264,15 @@ plan; <code>Cand k m</code>: every plan of strategy code k for it ({_CAND_CODES}
 dims; <code>DCons n s d</code>: extent, src and dst strides in elements (README: "The term
 language").</p>
 <h2>Candidates</h2><ul id="candidates"></ul>
+<p id="rank-note" class="legend" hidden>The plans are not in the order of their µs: near one launch's time
+(within 1.1 launches) they rank by their estimate plus their largest program's time alone, pointer kernels
+before TMA pipelines and shuffles (the response's <code>explain</code> gives each plan's key).</p>
 <h2>Selected</h2><div id="details"><p>Click an e-node or e-class.</p></div>
 <h2>Saturation, per iteration</h2>
 <table id="report"><tr><th>iteration</th><th>matches</th><th>e-nodes added (net)</th><th>ms</th><th>rulesets</th></tr></table>
-<p>Net: rebuilding merges e-nodes found equal, so a step can remove more than it adds.
+<p>Net: rebuilding merges e-nodes found equal, so a step can remove more than it adds; the
+count is over every table of the e-graph (the analyses' and relations' rows too), so it sums to
+more than the term e-nodes counted above.
 <code>finish</code>: the analysis and strategy runs after the last round, which price every
 form the rounds made.</p>
 </div>

@@ -181,3 +181,17 @@ def test_a_candidate_link_clicked_again_goes_there_again_and_a_redraw_clears_the
     page.click("#expand-all")
     page.wait_for_function("() => window.legalsatViewer.idle()")
     assert page.inner_text("#search-result") == ""
+
+
+def test_a_plan_order_that_is_not_by_estimate_is_explained_on_the_page(client, page):
+    """A 64 x 64 fp32 transpose's chosen plan is the costliest listed (the launch-bound order
+    put it first) and the page never said why."""
+    term = "(copy (view float32 (64 64) (64 1) 16) (view float32 (64 64) (1 64) 16))"
+    r = client.post("/v1/optimize", json={"term": term, "options": {"keep_egraph": True}})
+    times = [p["cost"]["estimated_us"] for p in r.json()["plans"]]
+    assert times != sorted(times)
+    open_page(page, f"{client.base_url}/v1/egraphs/{r.json()['egraph']['id']}/view")
+    assert page.locator("#rank-note").is_visible() and "largest program" in page.inner_text("#rank-note")
+    ordered = _kept(client, "transpose-8192")
+    open_page(page, f"{client.base_url}/v1/egraphs/{ordered['egraph']['id']}/view")
+    assert not page.locator("#rank-note").is_visible()

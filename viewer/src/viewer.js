@@ -342,6 +342,9 @@ function show(cand) {
 
 function candidateList() {
   const ul = $("candidates");
+  // the response's order is the ranking's: near one launch's time it is not by µs (say why)
+  const us = candidates.filter((c) => c.kind !== "rejected").map((c) => c.estimated_us);
+  $("rank-note").hidden = us.every((u, i) => i === 0 || us[i - 1] <= u);
   for (const c of candidates) {
     const li = el("li");
     li.dataset.anchor = c.anchor;
