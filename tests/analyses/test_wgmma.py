@@ -147,3 +147,15 @@ def test_a_wgmma_operand_the_tensor_core_cannot_read_is_a_warning_of_the_respons
                                                                       "strides": [4096, 1]},
                                          "tile": [128, 64], "consumer": {"kind": "wgmma_a"}}})
     assert not any(w["code"] == "wgmma_unreadable" for w in readable.get("warnings") or [])
+
+
+@pytest.mark.parametrize("rows", [16, 32, 48])
+def test_an_a_tile_of_fewer_than_64_rows_gets_no_descriptor(rows):
+    """Every wgmma shape is m64nNkK: a 16-, 32- or 48-row A tile got descriptor fields and no
+    warning, and an instruction with them reads 64 rows, past the stage (CuTe refuses such
+    tiles: "Tile_M must be a multiple of 64"). Its plan says why instead."""
+    out = legalsat.optimize({"op": {"kind": "load_tile", "tile": [rows, 64],
+                                    "src": {"dtype": "bfloat16", "shape": [512, 512], "strides": [512, 1]},
+                                    "consumer": {"kind": "wgmma_a", "instruction": [64, 128, 16]}}})
+    assert all(p["tile_load"]["wgmma"] is None for p in out["plans"])
+    assert [w["code"] for w in out["warnings"]] == ["wgmma_unreadable"] and f"{rows} rows" in out["warnings"][0]["message"]

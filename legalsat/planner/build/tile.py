@@ -172,7 +172,9 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
                           f"of 8 and whose K extent is a multiple of {k_width}")
     per = instruction_block(mn_extent, is_a, spec.instruction, element.name)  # the rows (M) or columns (N) one reads
     if mn_extent % per:
-        return unreadable("op.tile", f"wgmma_a reads M in 64-row blocks; the tile has {mn_extent} rows" if is_a else
+        return unreadable("op.tile", f"wgmma_a reads M in 64-row blocks; the tile has {mn_extent} rows"
+                          + (" (the instruction would read past it, into the next stage)" if mn_extent < per else "")
+                          if is_a else
                           f"wgmma_b reads N in blocks of the instruction's n ({per}); the tile has {mn_extent} "
                           "columns", f"load a tile of whole {per}-{'row' if is_a else 'column'} blocks, or name "
                           "the instruction (consumer.instruction) whose blocks it holds")
@@ -198,12 +200,13 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
 
 
 def instruction_block(mn_extent: int, is_a: bool, instruction: tuple[int, int, int] | None, element: str) -> int:
-    """The rows of M (wgmma_a: 64, or the whole tile when it has fewer) or columns of N
-    (wgmma_b: the instruction's n, else the widest n of the element's wgmma shapes that
-    divides N: N itself when it is one) that one wgmma instruction reads. N is a multiple of 8,
-    and 8 is an n of every element type."""
+    """The rows of M (wgmma_a: 64, whatever the tile holds: every wgmma shape is m64nNkK, so a
+    tile of fewer rows has the instruction read past it) or columns of N (wgmma_b: the
+    instruction's n, else the widest n of the element's wgmma shapes that divides N: N itself
+    when it is one) that one wgmma instruction reads. N is a multiple of 8, and 8 is an n of
+    every element type."""
     if is_a:
-        return min(mn_extent, 64)
+        return 64
     if instruction is not None:
         return instruction[1]
     return next((n for n in reversed(instruction_ns(element)) if mn_extent % n == 0), mn_extent)
