@@ -181,3 +181,30 @@ def test_amd_fp8_and_complex_elements_move_bit_exact(monkeypatch, dtype):
         for i, plan in enumerate(resp["plans"]):
             poison(inp)
             assert same_bits(inp.call(build_kernel(resp, plan_index=i, variant="tl")), want), (dtype, plan["strategy"])
+
+
+@pytest.mark.parametrize("align", [2, 4, 8])
+def test_a_misaligned_bases_plans_claim_no_vector_wider_than_it(monkeypatch, align):
+    """A 2-, 4- or 8-byte aligned base got staged and shuffle plans of 16-byte vectors: a
+    compiler emitting them faults on the misaligned address. Every plan's vectors fit the
+    alignment, and each runs bit-exact from such a base."""
+    require_client()
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    view = {"dtype": "bfloat16", "shape": [48, 40], "base_align": align}
+    resp = optimize({"op": {"kind": "copy", "src": {**view, "strides": [40, 1]}, "dst": {**view, "strides": [1, 48]}},
+                     "options": {"max_plans": 4}})
+    assert resp["plans"]
+    for p in resp["plans"]:
+        for piece in p["pieces"]:
+            assert max(piece["vector_bytes"], piece.get("store_vector_bytes") or 0) <= max(align, 2), p["strategy"]
+    inp = make_inputs(resp, {"torch_op": "copy"}, "cpu", torch.Generator().manual_seed(align))
+    want = reference(inp)
+    for i, p in enumerate(resp["plans"]):
+        poison(inp)
+        assert same_bits(inp.call(build_kernel(resp, plan_index=i, variant="tl")), want), p["strategy"]

@@ -4,7 +4,7 @@ core and must take the strategy, later ones (ragged tails) fall back to direct c
 
 from __future__ import annotations
 
-from math import prod
+from math import gcd, prod
 
 from legalsat.analyses.tile_layouts import staged_layouts
 from legalsat.diagnostics import Code
@@ -134,9 +134,24 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
             raise Infeasible([Code.SMEM_BUDGET.at(f"the staged tile takes {smem.bytes_per_stage} bytes of shared "
                                                   f"memory (its row padding included); the budget is {smem_budget}",
                                                   "raise options.smem_bytes, or use the plan's direct candidate")])
-    return (_piece(r, strategy, tiles, grid, f.num_warps, min(16, f.tile_a * r.eb),
-                   store_vector_bytes=r.eb if plain_stores else min(16, f.tile_b * r.eb), smem=smem),
+    # a vector is as wide as the run allows and every address it starts at is aligned to: the
+    # base, the piece's offset and each other dim's stride (a 16-byte vector from a 2-byte
+    # aligned base faults); at least one element
+    loads = max(r.eb, min(16, f.tile_a * r.eb, _aligned(r, "src", a)))
+    stores = r.eb if plain_stores else max(r.eb, min(16, f.tile_b * r.eb, _aligned(r, "dst", b)))
+    return (_piece(r, strategy, tiles, grid, f.num_warps, loads, store_vector_bytes=stores, smem=smem),
             Walk(r, tiles=tiles))
+
+
+def _aligned(r: Region, side: str, contiguous: int) -> int:
+    """The largest power of two (at most 16) dividing every address a run on `side` starts at:
+    its base alignment, the piece's offset and, in bytes, the strides of its other dims."""
+    align, offset = (r.src_align, r.src_offset) if side == "src" else (r.dst_align, r.dst_offset)
+    strides = [(s if side == "src" else d) * r.eb for k, (n, s, d) in enumerate(r.dims) if k != contiguous and n > 1]
+    g = 16
+    for x in (align, offset, *strides):
+        g = gcd(g, x)
+    return g
 
 
 def build_copy(form: Formulation, smem: int, target: Target) -> tuple[list[Piece], list[Walk]]:
