@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from legalsat.planner.build.gather import bucket_passes_us
 from legalsat.planner.build.tile import WalkCost, walk_cost
 from legalsat.planner.plan import GatherPlan, Piece, Plan
 from legalsat.planner.rank import (
@@ -105,7 +106,8 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
     charged = INSPECTOR_LAUNCHES if inspector else 1
     launch_us = charged * c.launch_ns / 1000
     sort_us = _group_sort_us(req, p)
-    bw_us = max(us - launch_us - sort_us, 0.0)
+    buckets_us = bucket_passes_us(p.gather.inspector.buckets, c) if inspector else 0.0
+    bw_us = max(us - launch_us - sort_us - buckets_us, 0.0)
     # the efficiency the estimate implies: bytes moved over (time x the target's copy bandwidth)
     eff = p.cost.bytes_moved / (bw_us * 1e-6 * c.copy_bandwidth_gbps * 1e9) if bw_us > 0 else None
     core = p.pieces[0] if p.pieces else None
@@ -216,6 +218,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         sort = (f" + sorting the slots by group {sort_us:.2f} us ({GROUP_SORT_LAUNCHES} launches, {keys} of keys "
                 f"and values read and {keys} written at {GROUP_SORT_EFFICIENCY / 10:.0f}%)" if sort_us else "")
         # bytes_moved counts both sides: said as a sum, where the lines above give each side's
+        if buckets_us:
+            sort += (f" + the inspector's passes over its {p.gather.inspector.buckets} buckets {buckets_us:.2f} us "
+                     "(zeroed, and one program's prefix sum)")
         estimate = (f"estimated {us:.2f} us = launches {launch_us:.2f} us{sort} + {_fmt_bytes(p.cost.bytes_moved)} "
                     f"moved (read + written) at {c.copy_bandwidth_gbps} GB/s x {_share(eff)}")
     else:

@@ -153,15 +153,16 @@ def test_every_suite_plans_explanation_adds_up_to_its_estimate():
         head, _, estimate = p["explain"][:3]
         assert all(int(x) <= 100 for x in re.findall(r"at (\d+)% of copy bandwidth", head)), (rid, head)
         m = re.match(r"estimated ([\d.]+) us = launches ([\d.]+) us(?: \+ sorting the slots by group ([\d.]+) us "
-                     r"\([^)]*\))? \+ ([\d.]+) (B|KiB|MiB|GiB) moved \(read \+ written\) at (\d+) GB/s x (\d+)%", estimate)
+                     r"\([^)]*\))?(?: \+ the inspector's passes over its \d+ buckets ([\d.]+) us \([^)]*\))? "
+                     r"\+ ([\d.]+) (B|KiB|MiB|GiB) moved \(read \+ written\) at (\d+) GB/s x (\d+)%", estimate)
         if m is None:
             assert estimate.startswith("estimated") and ("walk's fixed part" in estimate or "x" not in estimate), \
                 (rid, estimate)
             continue
-        total, launch, sort, size, unit, gbps, share = m.groups()
+        total, launch, sort, buckets, size, unit, gbps, share = m.groups()
         assert int(share) <= 100, (rid, estimate)
         moved = float(size) * {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[unit]
-        parts = float(launch) + float(sort or 0) + moved / (int(gbps) * 1e3 * int(share) / 100)
+        parts = float(launch) + float(sort or 0) + float(buckets or 0) + moved / (int(gbps) * 1e3 * int(share) / 100)
         assert abs(parts - float(total)) <= 0.02 * float(total) + 0.05, (rid, estimate)
 
 
@@ -228,3 +229,15 @@ def test_a_conflicted_tiles_headline_reads_as_words():
     out = optimize({**TRANSPOSE, "target": "gfx942", "options": {"explain": True, "max_plans": 3}})
     staged = _plan(out, "staged_smem")["explain"][0]
     assert "bank-conflicted shared memory" in staged and "conflicts shared" not in staged, staged
+
+
+def test_a_paged_inspectors_estimate_charges_its_buckets():
+    """A paged gather's inspector buckets every page: 100 entries over 2^28 pages zero 2 GiB of
+    histogram and starts and scan them in one program, and its estimate said 9 us (the
+    e-graph's, which charges the entries' passes only)."""
+    out = optimize({"op": {"kind": "gather", "src": {"dtype": "bfloat16", "shape": [1 << 29, 8], "strides": [8, 1]},
+                           "axis": 0, "index": {"count": 100, "distribution": "paged", "page_size": 2}},
+                    "options": {"explain": True, "max_plans": 4}})
+    inspector = _plan(out, "inspector_executor")
+    assert inspector["cost"]["estimated_us"] > 10_000 and "268435456 buckets" in inspector["explain"][2]
+    assert out["plans"][0]["strategy"] == "direct"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from legalsat.planner.build.copy import build_copy, prove_copy_plan
-from legalsat.planner.build.gather import build_gather
+from legalsat.planner.build.gather import bucket_passes_us, build_gather
 from legalsat.planner.build.tile import build_load_tile
 from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import (
@@ -63,7 +63,10 @@ def build(req: PlanRequest, cand: Candidate) -> Built:
                      tuple(d for p in pieces for d in (p.descriptors or ())), core.smem, core.pipeline)
     if isinstance(m, Gather):
         gather, pieces, f, prover = build_gather(form, m, req.smem_bytes)
+        us = None
+        if gather.inspector is not None:  # the e-graph charges the entries' passes, not the buckets'
+            us = cand.cost / 1e6 + bucket_passes_us(gather.inspector.buckets, req.target.cost)
         return Built(pieces[0].tile, pieces[0].grid, f.num_warps, tuple(pieces), prover,
-                     vector_bytes=f.vector_bytes, gather=gather)
+                     vector_bytes=f.vector_bytes, gather=gather, estimated_us=us)
     fields, tile_load, us, prover = build_load_tile(form, m, req.smem_bytes, req.target)
     return Built(prove=prover, tile_load=tile_load, estimated_us=us, **fields)
