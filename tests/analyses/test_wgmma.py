@@ -159,3 +159,15 @@ def test_an_a_tile_of_fewer_than_64_rows_gets_no_descriptor(rows):
                                     "consumer": {"kind": "wgmma_a", "instruction": [64, 128, 16]}}})
     assert all(p["tile_load"]["wgmma"] is None for p in out["plans"])
     assert [w["code"] for w in out["warnings"]] == ["wgmma_unreadable"] and f"{rows} rows" in out["warnings"][0]["message"]
+
+
+def test_a_broadcast_operand_is_refused_for_its_broadcast_not_its_swizzle():
+    """An A tile over a stride-0 dim was refused with "no wgmma descriptor addresses the none
+    layout" and the fix "load a tile whose contiguous extent is whole swizzle spans", which it
+    already was: the plan loads the broadcast row once."""
+    out = legalsat.optimize({"op": {"kind": "load_tile", "tile": [64, 64],
+                                    "src": {"dtype": "bfloat16", "shape": [8, 64], "strides": [0, 1]},
+                                    "consumer": {"kind": "wgmma_a", "instruction": [64, 64, 16]}}})
+    w = out["warnings"][0]
+    assert w["code"] == "wgmma_unreadable" and w["field"] == "op.src.strides[0]" and "broadcast" in w["message"]
+    assert "contiguous()" in w["fix"]

@@ -164,6 +164,14 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
         return unreadable("op.src.strides", f"wgmma reads {element.name} operands K-major only; this tile lands "
                           "MN-major", "store the operand K-major in global memory, or transpose the tile in shared "
                           "memory before the wgmma (as FlashAttention-3 does for fp8 V)")
+    landed = {k for d in layout.dims for k, _ in d.parts}
+    once = [k for k, (n, s, t) in enumerate(zip(m.src.shape, m.src.strides, m.tile)) if s == 0 and n > 1 and t > 1
+            and k not in landed]
+    if once:  # a broadcast dim loaded once: the stage holds one of its rows, the matrix reads them all
+        return unreadable(f"op.src.strides[{once[0]}]", f"op.src dim {once[0]} is a broadcast (stride 0): the plan "
+                          "loads its one row once, so the stage holds no 8-row groups a wgmma descriptor can address",
+                          "materialise the broadcast before loading (e.g. expand(...).contiguous()), or load the "
+                          "operand from a view that repeats the row in memory")
     k_width = K_BITS // (8 * eb)
     mn_extent, k_extent = (mat.rows, mat.cols) if is_a else (mat.cols, mat.rows)
     if mn_extent % 8 or k_extent % k_width:
