@@ -37,7 +37,10 @@ def summary(out: dict) -> str:
         for i, p in enumerate(plans):
             cost = p["cost"]
             rate = cost.get("estimated_tbps")  # a small copy's rate in GB/s: 0.00 TB/s said nothing
+            tile = p.get("kind") == "load_tile"  # its rate counts the shared-memory writes: the read rate is half
+            rate = rate / 2 if rate and tile else rate
             tbps = "" if not rate else f"{rate:.2f} TB/s" if rate >= 0.1 else f"{rate * 1000:.1f} GB/s"
+            tbps += " read" if tbps and tile else ""
             lines.append(f"  {i + 1}. {p['strategy']:<{w}} {cost['estimated_us']:>10.2f} us {tbps:>10}")
             if p.get("explain"):
                 lines.append(_cut(f"       {p['explain'][0]}", WIDTH))

@@ -794,3 +794,13 @@ def test_summary_says_when_a_plan_needs_a_reallocation_and_keeps_reasons_whole()
     assert padded and "needs src re-allocated with a row pitch of 80 bytes (not 66)" in text, text
     assert "(<= 64 bytes)" in " ".join(text.split()) and "…" not in text.split("rejected:")[1], text
     assert all(len(line) <= 120 for line in text.splitlines())
+
+
+def test_summary_gives_a_tile_loads_read_rate():
+    """A tile load's estimated_tbps counts its shared-memory writes (4.4 TB/s for a 16384^2 bf16
+    walk, past HBM3's peak); the table gives the global-memory read rate, so labelled."""
+    from legalsat.clients.summary import summary
+
+    out = {"status": "ok", "target": "sm90", "term": "(load_tile ...)",
+           "plans": [{"kind": "load_tile", "strategy": "tma", "cost": {"estimated_us": 244.46, "estimated_tbps": 4.392}}]}
+    assert "2.20 TB/s read" in summary(out)
