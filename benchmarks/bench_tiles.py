@@ -9,8 +9,10 @@ timed against the plan's estimate.
     python -m benchmarks.bench_tiles plan-libraries  # CPU: libraries' tile loads -> benchmarks/tile_library_plans.json
     python -m benchmarks.bench_tiles run-libraries  # GPU: checked -> $OUT/tile_library_results.json
     python -m benchmarks.bench_tiles run-boxes  # GPU: their walks, timed -> $OUT/tile_box_results.json
+    python -m benchmarks.bench_tiles plan-small  # CPU: walks of many small tiles -> benchmarks/tile_small_plans.json
+    python -m benchmarks.bench_tiles run-small  # GPU: their walks, timed -> $OUT/tile_small_results.json
     python -m benchmarks.bench_tiles report tile_results.json   # CPU: the table
-    python -m benchmarks.bench_tiles calibrate tile_results.json   # CPU: fit the walk's cost facts
+    python -m benchmarks.bench_tiles calibrate tile_results.json [tile_small_results.json ...]   # CPU: fit the walk's cost facts
 
 `run` needs torch, triton and legalsat's light modules only (the Triton client never imports
 the planner). Kernels are compiled first in parallel worker processes (the JIT's own cache,
@@ -34,6 +36,7 @@ HERE = Path(__file__).resolve().parent
 PLANS = HERE / "tile_plans.json"
 SUITE_PLANS = HERE / "tile_suite_plans.json"  # the tile loads of CuTe's and Triton's own tests
 BOX_PLANS = HERE / "tile_box_plans.json"  # one tensor, tiles of 1 to 25 TMA boxes a stage
+SMALL_PLANS = HERE / "tile_small_plans.json"  # many small tiles over large tensors: round-trip bound
 LIBRARY_PLANS = HERE / "tile_library_plans.json"  # FA3, FlashInfer, vLLM, DeepGEMM, FlashMLA, Triton, CuTe
 REPEATS = 5
 
@@ -70,6 +73,12 @@ def plan_boxes() -> None:
     from legalsat.testing.tile_workloads import box_count_workloads
 
     _plan_into(BOX_PLANS, box_count_workloads())
+
+
+def plan_small() -> None:
+    from legalsat.testing.tile_workloads import small_tile_workloads
+
+    _plan_into(SMALL_PLANS, small_tile_workloads())
 
 
 def plan_libraries() -> None:
@@ -253,8 +262,9 @@ def table(results: dict) -> str:
 
 @functools.cache
 def _recorded_plans() -> dict:
-    """PLANS, read once (a calibration asks for every walk's estimate some thirty times)."""
-    return json.loads(PLANS.read_text())
+    """PLANS and SMALL_PLANS, read once (a calibration asks for every walk's estimate some
+    thirty times)."""
+    return {**json.loads(PLANS.read_text()), **json.loads(SMALL_PLANS.read_text())}
 
 
 def estimates(rows: list[dict], facts) -> list[float]:
@@ -275,7 +285,7 @@ def estimates(rows: list[dict], facts) -> list[float]:
     return out
 
 
-def calibrate(results_path: Path) -> None:
+def calibrate(results_path: Path, *more: Path) -> None:
     """Fit the tile walk's facts (its fixed time, the TMA walk's share of the copy bandwidth)
     to the measured TMA walks (least squares of the relative error), write them into the
     target's cost file, and replay every walk's estimate against its measurement."""
@@ -288,7 +298,7 @@ def calibrate(results_path: Path) -> None:
     from legalsat.targets.sm90 import SM90
 
     results = json.loads(results_path.read_text())
-    rows = [r for r in results["rows"] if r.get("walk_ms")]
+    rows = [r for path in (results_path, *more) for r in json.loads(path.read_text())["rows"] if r.get("walk_ms")]
     tma = [r for r in rows if r["strategy"] == "tma"]
     us = np.array([1e3 * r["walk_ms"] for r in tma])
     mb = np.array([r["tiles"] * r["tile_bytes"] / 1e6 for r in tma])
@@ -326,7 +336,9 @@ if __name__ == "__main__":
         "run-suite": lambda: run(out, None, SUITE_PLANS, timing=False, results_name="tile_suite_results.json"),
         "plan-boxes": plan_boxes,
         "run-boxes": lambda: run(out, None, BOX_PLANS, results_name="tile_box_results.json"),
+        "plan-small": plan_small,
+        "run-small": lambda: run(out, None, SMALL_PLANS, results_name="tile_small_results.json"),
         "plan-libraries": plan_libraries,
         "run-libraries": lambda: run(out, None, LIBRARY_PLANS, timing=False, results_name="tile_library_results.json"),
         "report": lambda results: print(table(json.loads(Path(results).read_text()))),
-        "calibrate": lambda results: calibrate(Path(results))})
+        "calibrate": lambda results, *more: calibrate(Path(results), *map(Path, more))})

@@ -10,9 +10,13 @@ from collections.abc import Callable
 def usage(module: str, commands: dict[str, Callable[..., object]]) -> str:
     """One line per command with its arguments (the function's parameter names, in capitals;
     optional ones in brackets)."""
+    def arg(p: inspect.Parameter) -> str:
+        if p.kind is p.VAR_POSITIONAL:
+            return f"[{p.name.upper()} ...]"
+        return p.name.upper() if p.default is p.empty else f"[{p.name.upper()}]"
+
     def args(fn: Callable[..., object]) -> str:
-        return " ".join(p.name.upper() if p.default is p.empty else f"[{p.name.upper()}]"
-                        for p in inspect.signature(fn).parameters.values())
+        return " ".join(arg(p) for p in inspect.signature(fn).parameters.values())
 
     return "\n".join(f"usage: python -m benchmarks.{module} {name} {args(fn)}".rstrip()
                      for name, fn in commands.items())
@@ -27,7 +31,9 @@ def run_command(module: str, commands: dict[str, Callable[..., object]], argv: l
     fn = commands.get(name)
     if fn is not None:
         params = inspect.signature(fn).parameters.values()
-        if sum(p.default is p.empty for p in params) <= len(args) <= len(params):
+        fixed = [p for p in params if p.kind is not p.VAR_POSITIONAL]
+        most = len(args) if len(fixed) < len(params) else len(fixed)  # *rest: any number more
+        if sum(p.default is p.empty for p in fixed) <= len(args) <= most:
             fn(*args)
             return
     problem = f"unknown command {name!r}" if fn is None else f"{name}: {len(args)} arguments"

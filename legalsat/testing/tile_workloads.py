@@ -195,6 +195,18 @@ def box_count_workloads() -> list[tuple[str, dict]]:
     return [(name, {**req, "options": {"max_plans": 1}}) for name, req in out]
 
 
+def small_tile_workloads() -> list[tuple[str, dict]]:
+    """Walks of many small tiles over large tensors: few bytes in flight a stage, so the TMA
+    round trip, not the bandwidth, bounds them (benchmarks/bench_tiles.py run-small: the data
+    that fits the walk's `tma_latency_ns`)."""
+    out = []
+    for t in ((8, 8), (16, 16), (8, 64), (16, 32), (32, 32), (64, 64)):
+        out.append(_req(f"rows [16384,16384] bf16 tile {t[0]}x{t[1]}", "bfloat16", (16384, 16384), t, {"kind": "rows"}))
+    for t in ((8, 16), (16, 16)):
+        out.append(_req(f"rows [8192,8192] fp32 tile {t[0]}x{t[1]}", "float32", (8192, 8192), t, {"kind": "rows"}))
+    return [(name, {**req, "options": {"max_plans": 2}}) for name, req in out]
+
+
 def tensor_bytes(req: dict) -> int:
     from legalsat.terms.dtypes import ELEMENT_TYPES
 
