@@ -189,7 +189,7 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
                      f"{longest_program_us(p, c):.2f} us to its launch")
     rule = f"plans within {LAUNCH_BOUND:g} x one launch rank by estimate + largest program"
     if rank == 0:
-        standing = f"ranked 1st of {of}" + (
+        standing = f"ranked 1 of {of}" + (
             f" (options.max_plans {req.options.max_plans}: {not_planned} more candidate(s) not returned)" if not_planned
             else " (the only plan)" if of == 1 else "")
         if bound and of > 1:

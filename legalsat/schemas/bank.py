@@ -95,7 +95,8 @@ class BankReportOut(Out):
     conflict_ways: float = Field(description="wavefronts / ideal_wavefronts (1.0: conflict-free)")
     phases: list[PhaseOut] = Field(description="raw input: the instruction's phases")
     accesses: list[AccessOut] | None = Field(None, description="structured input: per instruction")
-    error: ErrorOut | None = Field(None, description="the input could not be judged (command-line JSON Lines only)")
+    error: ErrorOut | None = Field(None, description="the input could not be judged: set on the command line's JSON Lines "
+                                "answers only (null over HTTP, where such input is a 422)")
 
 
 _HINTS = {

@@ -111,7 +111,8 @@ class VerdictOut(Out):
 
     legal: bool = Field(description="cuTensorMapEncodeTiled accepts the descriptor")
     violations: list[ViolationOut] = Field(description="every broken rule, in rule order")
-    error: ErrorOut | None = Field(None, description="the input could not be judged (command-line JSON Lines only)")
+    error: ErrorOut | None = Field(None, description="the input could not be judged: set on the command line's JSON Lines "
+                                "answers only (null over HTTP, where such input is a 422)")
 
 
 _HINTS = {

@@ -56,7 +56,11 @@ class DescriptorOut(Out):
 
 
 class SmemOut(Out):
-    """The shared-memory tile of one pipeline stage and the bank model's verdict on it."""
+    """The shared-memory tile of one pipeline stage and the bank model's verdict on it. For a
+    staged_smem plan it is the layout the plan proposes to a compiler that stages the tile
+    itself (padded rows, or a swizzle); legalsat's own Triton kernel leaves the staging to
+    Triton's layout conversion, which picks its own swizzled layout (so its footprint and
+    conflicts are Triton's, not these)."""
 
     bytes_per_stage: int = Field(description="bytes of one stage's tile (padding included)")
     stages: int = Field(description="pipeline stages (buffers in flight)")
@@ -356,7 +360,8 @@ class OptimizeResponse(Out):
     target: str = Field(description="the hardware target planned for")
     planner: str = Field(description="the planner's version (plans are cached per version)")
     term: str = Field(description="the request's movement as an s-expression")
-    status: Literal["ok", "infeasible"] = Field(description="ok: at least one plan")
+    status: Literal["ok", "infeasible"] = Field(description="ok: at least one plan; infeasible: none, each strategy's "
+                                                "reasons in rejected")
     # (1.1: legalsat.planner.rank.LAUNCH_BOUND, which the kernels' import of this module may not load)
     plans: list[PlanOut] = Field(description="plans of distinct strategies, best first: by estimate, except "
                                  "that plans within 1.1 x one launch (launch-bound: their estimates differ by less "

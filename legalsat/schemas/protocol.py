@@ -169,7 +169,8 @@ class PipelineVerdictOut(Out):
     ok: bool = Field(description="no hazard at any trip count checked")
     violations: list[ProtocolViolationOut] = Field(description="each hazard's first occurrence per (rule, role, op)")
     trip_counts: list[int] = Field([], description="the trip counts N the verifier executed")
-    error: ErrorOut | None = Field(None, description="the input could not be judged (command-line JSON Lines only)")
+    error: ErrorOut | None = Field(None, description="the input could not be judged: set on the command line's JSON Lines "
+                                "answers only (null over HTTP, where such input is a 422)")
 
 
 # Which fields each operation needs.

@@ -41,19 +41,19 @@ class BatchResponse(RootModel[list[OptimizeResponse | BatchItemError]]):
 
 
 class Health(BaseModel):
-    status: str
+    status: str = Field(description='"ok": the service process answers (its workers are /readyz\'s)')
 
 
 class Readiness(BaseModel):
     status: str = Field(description='"ready" when at least one planning worker is alive')
-    workers: int
-    workers_alive: int
+    workers: int = Field(description="planning worker processes the service runs (LEGALSAT_WORKERS)")
+    workers_alive: int = Field(description="of them, those alive now (a dead one is being replaced)")
     busy: int = Field(description="workers planning or verifying a job now")
     queued: int = Field(description="jobs waiting for a worker")
-    worker_restarts: int
+    worker_restarts: int = Field(description="workers replaced since the start (killed past a deadline, or died)")
     cached_plans: int | None = Field(description="entries in the plan cache (a shared Redis cache: the keys in "
                                      "its database, every planner version's and the e-graphs); null when "
                                      "it did not answer in time")
     plan_cache: Literal["up", "down"] = Field(description='"down" while a shared cache is skipped after '
                                               "failing (requests are planned without it)")
-    planner: str
+    planner: str = Field(description="the planner version, which keys the plan cache (legalsat-planner/N)")

@@ -32,7 +32,7 @@ def test_explain_is_absent_unless_asked():
 
 def test_each_plan_says_what_dominates_and_where_it_ranks(transpose):
     plans = transpose["plans"]
-    assert plans[0]["explain"][1].startswith(f"ranked 1st of {len(plans)}")
+    assert plans[0]["explain"][1].startswith(f"ranked 1 of {len(plans)}")
     for i, p in enumerate(plans[1:], start=2):
         gap = p["cost"]["estimated_us"] - plans[0]["cost"]["estimated_us"]
         assert p["explain"][1].startswith(f"ranked {i} of {len(plans)}: +{gap:.2f} us")
@@ -86,7 +86,7 @@ def test_a_launch_bound_plan_ranked_below_a_higher_estimate_says_why():
     first, staged, tma = (_plan(out, s) for s in ("direct", "staged_smem", "tma"))
     assert out["plans"][0] is first and staged["cost"]["estimated_us"] < first["cost"]["estimated_us"]
     assert "plans within 1.1 x one launch rank by estimate + largest program" in staged["explain"][1]
-    assert first["explain"][1].startswith("ranked 1st of 3: plans within 1.1 x one launch rank by estimate + largest")
+    assert first["explain"][1].startswith("ranked 1 of 3: plans within 1.1 x one launch rank by estimate + largest")
     assert "largest program: 24.0 KiB read and 24.0 KiB written alone at 74 GB/s adds 0.66 us to its launch" in staged["explain"]
     assert "TMA pipelines and warp shuffles come after the pointer kernels" in tma["explain"][1]
 
