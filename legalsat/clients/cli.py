@@ -459,14 +459,22 @@ def _batch(args: argparse.Namespace) -> int:
     # cluster leaves an existing output file as it was
     with _open_input(args.file) as f:
         ray_pool = None
+        answers = None  # stdout's own descriptor, when Ray may print on file descriptor 1
         if args.ray is not None:  # the same streaming path, with Ray actors for the process pool
+            import os
+
             from legalsat.clients.ray_batch import RayExecutor
+
+            if args.output == "-":  # Ray prints its notices ("(raylet) A worker died ...") on stdout:
+                sys.stdout.flush()  # the answers keep the real stdout, descriptor 1 becomes stderr's
+                answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+                os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
             # actors: --jobs; else a local instance gets the usable CPUs, a cluster one actor per CPU
             ray_pool = RayExecutor(args.ray, args.jobs or (settings.workers if args.ray == "local" else None),
                                    lost_chunk)
         try:
-            raw = sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
+            raw = answers or sys.stdout.buffer if args.output == "-" else open(args.output, "wb")
         except BaseException:
             if ray_pool is not None:
                 ray_pool.shutdown()

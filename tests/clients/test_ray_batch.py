@@ -303,3 +303,37 @@ def test_a_ctrl_c_while_ray_starts_shuts_down_what_it_started(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         ray_batch.RayExecutor("local", 1, fail=lambda *a: None)
     assert calls == ["init", "shutdown"]
+
+
+def test_answers_on_stdout_stay_json_when_an_actor_dies(tmp_path):
+    """With answers on stdout (`-o -`, the default), Ray's "(raylet) A worker died ..." notice
+    for a killed actor landed among them: 12 inputs gave 13 lines, one not JSON."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    need_module("ray")
+    slow = {**SLOW, "options": {"node_limit": 400_000, "timeout_ms": 3000}}
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"".join(json.dumps({**slow, "request_id": f"s{i}"}).encode() + b"\n" for i in range(8)))
+    proc = subprocess.Popen([sys.executable, "-m", "legalsat.clients.cli", "batch", str(src), "--ray", "local",
+                             "--jobs", "2", "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        end = time.monotonic() + 90
+        pid = None
+        while pid is None and time.monotonic() < end and proc.poll() is None:
+            found = subprocess.run(["pgrep", "-f", "ray::_ChunkActor"], capture_output=True, text=True).stdout.split()
+            pid = int(found[0]) if found else None
+            time.sleep(0.2)
+        assert pid is not None, "no actor process appeared"
+        time.sleep(2)  # a chunk under way
+        os.kill(pid, signal.SIGKILL)
+        out, err = proc.communicate(timeout=240)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    lines = out.splitlines()
+    assert proc.returncode == 0 and len(lines) == 8, (proc.returncode, len(lines), err[-500:])
+    assert [json.loads(x)["request_id"] for x in lines] == [f"s{i}" for i in range(8)]
