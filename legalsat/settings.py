@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qs, urlsplit
@@ -182,16 +183,21 @@ class Settings(BaseSettings):
         return v
 
 
+# credentials redis-py also takes as URL options (?password=, ?username=)
+_QUERY_SECRETS = re.compile(r"([?&](?:password|username)=)[^&#]*", re.IGNORECASE)
+
+
 def redacted(url: str) -> str:
     """A cache URL without its password (for logs and messages), whether or not it parses:
-    `user:***@host`, or `***@host` where the user part may be the password alone. The
-    credentials end at the last `@` (a password may hold `/`, `?` or `#`)."""
+    `user:***@host`, or `***@host` where the user part may be the password alone, and the
+    `password` and `username` options masked. The credentials end at the last `@` (a password
+    may hold `/`, `?` or `#`)."""
     scheme, sep, rest = url.partition("://")
     if not sep or "@" not in rest:
-        return url
+        return _QUERY_SECRETS.sub(r"\1***", url)
     userinfo, _, after = rest.rpartition("@")
     user, colon, _ = userinfo.partition(":")
-    return f"{scheme}://{user + ':***' if colon else '***'}@{after}"
+    return _QUERY_SECRETS.sub(r"\1***", f"{scheme}://{user + ':***' if colon else '***'}@{after}")
 
 
 # redis-py lets these URL options override the service's own timeouts (a stalled Redis then
@@ -212,13 +218,22 @@ def _check_redis_url(url: str) -> None:
                          "numeric port, an IPv6 host in [brackets] and a password holding / ? # percent-encoded") from None
     query = parse_qs(parts.query)
     db = query.get("db", [parts.path.lstrip("/")] if parts.scheme != "unix" else [""])[-1]
-    if db and not db.isdigit():
-        raise ValueError(f"the database index {db[:20]!r} is not a number (redis-py would use database 0); "
-                         "write /0, /1, ...")
+    if db and not db.isdigit():  # not quoted: a password holding "/" is read as the path
+        raise ValueError("the database index (the URL's path, or its db option) is not a number (redis-py would "
+                         "use database 0); write /0, /1, ..., and percent-encode a / in the password")
     fixed = sorted(set(query) & set(_REDIS_URL_TIMEOUTS))
     if fixed:
         raise ValueError(f"the option(s) {', '.join(fixed)} would override the service's own timeouts; "
                          "leave them out and set LEGALSAT_CACHE_TIMEOUT_MS")
+    try:  # the options as redis-py builds a connection from them (nothing is connected)
+        import redis
+    except ImportError:  # the service says so when it opens the cache
+        return
+    try:
+        redis.ConnectionPool.from_url(url).make_connection()
+    except (ValueError, TypeError) as e:  # its message names the option, never the password
+        raise ValueError(f"redis-py cannot use its options: {str(e)[:200]}; leave the option out or give "
+                         "it a value of its type") from None
 
 
 # the settings a command other than `serve` reads (the rest are the service's)

@@ -62,6 +62,23 @@ def test_the_log_never_shows_the_password():
     assert redacted("redis://:s3cret@cache:6379/0") == "redis://:***@cache:6379/0"
     assert redacted("rediss://user:s3cret@cache/1") == "rediss://user:***@cache/1"
     assert redacted("redis://cache:6379/0") == "redis://cache:6379/0"
+    # redis-py takes credentials as options too: they were logged in full
+    assert redacted("redis://cache:6379/0?password=s3cret&db=1") == "redis://cache:6379/0?password=***&db=1"
+    assert redacted("redis://u:p@cache/0?username=me") == "redis://u:***@cache/0?username=***"
+
+
+@pytest.mark.parametrize("url, said", [
+    # a password holding "/" reads as the path: its db check quoted the password
+    ("redis://:/s3cret@cache:6379/0", "the database index (the URL's path"),
+    # options redis-py refuses: a traceback and "choose a free --port", or a service whose cache never worked
+    ("redis://cache:6379/0?max_connections=abc", "max_connections"),
+    ("redis://cache:6379/0?ssl_cert_reqs=bogus", "ssl_cert_reqs"),
+])
+def test_a_cache_url_redis_cannot_use_is_refused_where_it_is_set_without_its_secret(url, said, redis_exe):
+    with pytest.raises(ValueError) as e:
+        get_settings(cache_url=url)
+    message = e.value.errors()[0]["msg"]
+    assert said in message and "s3cret" not in message
 
 
 def test_plans_are_shared_and_versions_never_mix(redis_server):
