@@ -262,10 +262,15 @@ class _Chunk:
 def _ignore_interrupts() -> None:
     """A worker leaves Ctrl-C (SIGINT to the whole process group) to the parent, which stops
     it: a worker interrupted inside the pool's result queue would hold its lock and hang the
-    parent's shutdown."""
+    parent's shutdown. And it dies with the parent, as the service's workers do: after kill -9
+    (a build farm's timeout, the OOM killer) or SIGHUP of `legalsat batch`, its workers and the
+    forkserver lived on, holding the command's stdout open, so a pipeline around it never ended."""
     import signal
 
+    from legalsat.server.worker import tie_to_server
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    tie_to_server()
 
 
 def _stop(pool: Executor) -> None:

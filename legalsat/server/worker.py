@@ -104,10 +104,11 @@ def run_job(kind: str, payload: dict, budget_ms: int | None = None) -> Answer:
 
 
 def tie_to_server() -> None:
-    """Die with the service, even mid-job: a worker's parent is the forkserver, which exits
-    once no process holds its 'alive' pipe; the worker lets go of its copy (only the service
-    holds one then) and asks the kernel for SIGKILL when its parent exits (Linux
-    PR_SET_PDEATHSIG), so kill -9 of the service takes the forkserver and every worker with it."""
+    """Die with the service (or `legalsat batch`, whose pool workers call it too), even
+    mid-job: a worker's parent is the forkserver, which exits once no process holds its
+    'alive' pipe; the worker lets go of its copy (only the service holds one then) and asks the
+    kernel for SIGKILL when its parent exits (Linux PR_SET_PDEATHSIG), so kill -9 of the service
+    takes the forkserver and every worker with it."""
     import ctypes
     import os
     import signal

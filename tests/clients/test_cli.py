@@ -804,3 +804,67 @@ def test_summary_gives_a_tile_loads_read_rate():
     out = {"status": "ok", "target": "sm90", "term": "(load_tile ...)",
            "plans": [{"kind": "load_tile", "strategy": "tma", "cost": {"estimated_us": 244.46, "estimated_tbps": 4.392}}]}
     assert "2.20 TB/s read" in summary(out)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every process below `pid` (from /proc: children, their children, ...)."""
+    import glob
+
+    parent = {}
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            fields = open(stat).read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(stat.split("/")[2])] = int(fields[1])
+    out, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        kids = [c for c, pp in parent.items() if pp == p]
+        out.update(kids)
+        todo += kids
+    return out
+
+
+def test_kill_9_of_batch_takes_its_workers_with_it(tmp_path):
+    """After kill -9 of `legalsat batch` (a build farm's timeout, the OOM killer) its workers and
+    the forkserver lived on, about 340 MB each, holding the command's stdout open: a pipeline
+    around it never ended. They die with it now, as the service's do."""
+    import os
+    import signal
+    import time
+
+    from legalsat.testing.planner_suite import reordered_copy
+
+    slow = {"op": reordered_copy(), "options": {"node_limit": 400_000, "timeout_ms": 5000}}
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({**slow, "request_id": f"s{i}"}) + "\n" for i in range(6)))
+    proc = subprocess.Popen([sys.executable, "-m", "legalsat.clients.cli", "batch", str(src), "-o",
+                             str(tmp_path / "out.jsonl"), "--jobs", "2", "--quiet"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        end = time.monotonic() + 60
+        below: set[int] = set()
+        while time.monotonic() < end and len(below) < 3:  # the forkserver and two workers at least
+            time.sleep(0.5)
+            below = _descendants(proc.pid)
+        assert len(below) >= 3, below
+        time.sleep(1)
+        below = _descendants(proc.pid)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        end = time.monotonic() + 20
+        alive = below
+        while alive and time.monotonic() < end:
+            time.sleep(0.5)
+            alive = {p for p in alive if os.path.exists(f"/proc/{p}") and
+                     open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"}
+        assert not alive, alive
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for p in _descendants(proc.pid) | below:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
