@@ -349,8 +349,8 @@ def test_url_options_that_would_override_the_timeouts_and_misread_parts_are_refu
     request 20 s); a database index 'abc' was taken as 0; a bad port crashed the start."""
     for url, words in (("redis://cache:6379/0?socket_timeout=10", "socket_timeout"),
                        ("redis://cache:6379/0?health_check_interval=30&retry_on_timeout=yes", "retry_on_timeout"),
-                       ("redis://cache:6379/abc", "database index 'abc'"),
-                       ("unix:///run/redis.sock?db=x", "database index 'x'"),
+                       ("redis://cache:6379/abc", "database index (the URL's path, or its db option) is not a number"),
+                       ("unix:///run/redis.sock?db=x", "database index (the URL's path, or its db option) is not a number"),
                        ("redis://cache:notaport/0", "numeric port"),
                        ("redis://[::1/0", "IPv6")):
         with pytest.raises(ValueError, match=re.escape(words)):
