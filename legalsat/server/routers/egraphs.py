@@ -67,14 +67,15 @@ async def _page(request: Request, state: ServiceState, egraph_id: str, view: dic
         raise ApiError(422, Code.INVALID_INPUT, f"egraph_id {egraph_id[:64]!r} is not an e-graph id (32 lowercase "
                        "hexadecimal characters)", f"use {egraph_id.lower()!r}" if lower else "use the egraph.id of "
                        'an optimize response made with "options": {"keep_egraph": true}', "egraph_id")
-    # whether it is kept first (the blob is not read): a HEAD asks only that, and a page built
-    # before is answered only while its e-graph is kept
+    # a HEAD asks only whether it is kept (the blob is not read); a page built before is answered
+    # while its e-graph is kept (that question alone); any other GET reads the blob once
     key = (egraph_id, json.dumps(view, sort_keys=True))
-    kept = await call(state.cache, state.cache.has_egraph, egraph_id, default=_UNANSWERED) or None
-    if kept is not None and kept is not _UNANSWERED and request.method != "HEAD":
-        body = state.pages.get(key)
-        if body is not None:
-            return body
+    built = state.pages.get(key) if request.method != "HEAD" else None
+    if request.method == "HEAD" or built is not None:
+        kept = await call(state.cache, state.cache.has_egraph, egraph_id, default=_UNANSWERED) or None
+        if built is not None and kept is not None and kept is not _UNANSWERED:
+            return built
+    else:
         kept = (await call(state.cache, state.cache.get_egraph, egraph_id, default=_UNANSWERED) if state.cache.remote
                 else await asyncio.to_thread(state.cache.get_egraph, egraph_id))  # a blob of megabytes, unpacked
     if kept is _UNANSWERED or (kept is None and not state.cache.available):  # a store that is down: not a 404
