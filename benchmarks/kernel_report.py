@@ -158,8 +158,10 @@ def report(results_path: Path) -> None:
     entries = {name: {"workload_request": Workload(**e["workload"]).request()} for name, e in plans.items()}
     meas, variants = measured(results, plans)
     # the tile walk's facts come from benchmarks/bench_tiles.py calibrate, one program's bandwidth
-    # from tools/launch_bound_sweep.py report: kept as they are, in the fit and the regrets too
-    kept = {k: getattr(SM90.cost, k) for k in ("tile_walk_ns", "tile_tma", "tma_latency_ns", "program_gbps")}
+    # from tools/launch_bound_sweep.py report, what a copy's fields cost from
+    # benchmarks/bench_budget.py: kept as they are, in the fit and the regrets too
+    kept = {k: getattr(SM90.cost, k) for k in ("tile_walk_ns", "tile_tma", "tma_latency_ns", "program_gbps",
+                                                "tma_dst_run", "staged_tile", "program_ns")}
     analytic = replace(ANALYTIC, copy_bandwidth_gbps=int(round(results["copy_gbps"])), **kept)
     whatif = WhatIf(entries)
     before = regrets(entries, meas, whatif.estimates(analytic), whatif.order)  # the uncalibrated model
@@ -172,8 +174,9 @@ def report(results_path: Path) -> None:
                   "copy_gbps": round(results["copy_gbps"], 1), "date": datetime.date.today().isoformat(),
                   "fit": rounds, "by": "benchmarks/bench_kernels.py report"}
     old = json.loads(cost_path("sm90").read_text()).get("provenance", {}) if cost_path("sm90").exists() else {}
-    if "tile_walk" in old:
-        provenance["tile_walk"] = old["tile_walk"]
+    for kept_from in ("tile_walk", "fields"):
+        if kept_from in old:
+            provenance[kept_from] = old[kept_from]
     cost_path("sm90").write_text(json.dumps(cost_document(facts, provenance), indent=1) + "\n")
     (HERE / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
     md = results_md(results, variants, meas, before, after, facts, rounds, residuals(meas, after_est))

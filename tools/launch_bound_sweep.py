@@ -86,7 +86,7 @@ def replay(runs: list[dict], cases: Path | None = None) -> list[dict]:
     from statistics import median
 
     from legalsat.planner.optimize import optimize
-    from legalsat.planner.rank import launch_bound, longest_program_bytes
+    from legalsat.planner.rank import launch_bound, longest_program_bytes, ranked_launch_bound
     from legalsat.schemas.optimize import parse_request
     from legalsat.terms.strategy import Strategy
     from legalsat.testing.workloads import Workload
@@ -103,7 +103,7 @@ def replay(runs: list[dict], cases: Path | None = None) -> list[dict]:
         program = {p.strategy.value: 2 * longest_program_bytes(p) for p in plans}
         lead = plans[0].strategy.value
         facts = req.target.cost
-        bound = sum(launch_bound(p, facts) for p in plans)
+        bound = sum(ranked_launch_bound(list(plans), facts))  # the plans the launch-bound order ranks
         # the order before plan_rank: the direct copy first among launch-bound plans, else by estimate
         direct_first = min(plans, key=lambda p: (not launch_bound(p, facts),
                                                  launch_bound(p, facts) and p.strategy is not Strategy.DIRECT,

@@ -637,7 +637,8 @@ def build_parser() -> argparse.ArgumentParser:
     o = sub.add_parser("optimize", help="plan one data movement (JSON request in, response out)",
                        description="Reads one request ({\"target\", \"op\" | \"term\", \"options\"}) and "
                                    "prints the response: plans best first, rejected strategies with "
-                                   "reasons, e-graph statistics, stage timings. Exit 3: infeasible.")
+                                   "reasons, e-graph statistics, stage timings. Exit 3: no plan (status infeasible, or "
+                                   "incomplete: a limit cut planning short).")
     o.add_argument("file", nargs="?", default="-", help="request JSON file, or - for stdin (default)")
     o.add_argument("--compact", action="store_true", help="one-line JSON")
     o.add_argument("--format", choices=["json", "summary"], default="json",

@@ -127,7 +127,7 @@ class Client:
 
     # ------------------------------------------------------------------ the routes
     def optimize(self, request) -> dict:
-        """POST /v1/optimize: plans best first, or status "infeasible" with reasons."""
+        """POST /v1/optimize: plans best first, or status "infeasible" / "incomplete" with reasons."""
         return self._call("POST", "/v1/optimize", request)
 
     def optimize_batch(self, requests: list) -> list:

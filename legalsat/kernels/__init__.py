@@ -141,11 +141,19 @@ def _request_op(response_term: str | None, plan: PlanOut) -> dict | None:
     return op
 
 
+# a straight TMA copy's box from which its Gluon pipeline is the default: measured on the H100
+# (benchmarks/bench_budget.py, BSHD→BHSD 8×32×4096×128 bf16 under options.smem_bytes), boxes of
+# 16 and 32 KiB ran 2-3.5% faster in the Gluon pipeline than in the tl kernel; boxes of 8 KiB
+# and less up to 6.2x slower
+GLUON_DEFAULT_BOX_BYTES = 16384
+
+
 def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
     """The variant `build_kernel` runs by default: Gluon for sm90 TMA plans that copy boxes
-    straight (measured faster than the tl descriptor kernel on the H100), tl otherwise (for
-    transposing TMA plans the tl kernel measured faster on four of the six transposing
-    workloads, Gluon on the two NCHW→NHWC ones by under 3%: benchmarks/RESULTS.md)."""
+    straight of at least GLUON_DEFAULT_BOX_BYTES (measured faster than the tl descriptor
+    kernel on the H100), tl otherwise (for transposing TMA plans the tl kernel measured faster
+    on four of the six transposing workloads, Gluon on the two NCHW→NHWC ones by under 3%:
+    benchmarks/RESULTS.md)."""
     plan = validate_plan(plan)
     if not sm90 or plan.strategy != Strategy.TMA:
         return "tl"
@@ -153,10 +161,10 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
         return "gluon"  # the consumer probe: the plan's pipeline and its consumer's reads
     try:
         tma = [tma_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces) if p.strategy == Strategy.TMA]
-        straight = all(t.perm() is None for t in tma)
+        straight = all(t.perm() is None and t.box_bytes() >= GLUON_DEFAULT_BOX_BYTES for t in tma)
     except InputError:
         return "tl"  # emit() reports what is wrong with the plan
-    return "gluon" if straight else "tl"
+    return "gluon" if straight and tma else "tl"
 
 
 def _emit_tile(plan: PlanOut, variant: str, strategy: Strategy) -> Emitted:

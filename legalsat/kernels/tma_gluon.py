@@ -98,10 +98,26 @@ def gluon_kernel(name: str, t: TmaPiece, stages: int, num_warps: int, out_buffer
     return "\n".join(lines) + "\n"
 
 
+# the least bytes of a Gluon stage buffer: TMA lands a box at a 128-byte aligned shared-memory
+# address, and the pipeline's stages lie back to back (32-byte fp64 boxes faulted with a
+# misaligned address on the H100; the tl kernel, whose buffers Triton places, ran them exact)
+GLUON_MIN_BOX_BYTES = 128
+# a transposed box of 4- or 8-byte words needs this many along both transposed dims: Triton
+# 3.6's LLVM lowering of the permute fails below it for some (fp32 [4, 8] to [4, 32] and fp64
+# [2, 4] to [4, 16] boxes of a 4096 x 4096 transpose, compiled for sm90)
+GLUON_MIN_PERMUTED = 8
+
+
 def gluon_box(t: TmaPiece) -> bool:
-    """Whether the piece's boxes have a Gluon pipeline: Triton 3.6's coalesced-encoding pass
-    fails on 1-D boxes (compiled for sm90)."""
-    return len(t.load.block) > 1
+    """Whether the piece's boxes have a Gluon pipeline (otherwise it runs the tl kernel): not
+    1-D boxes (Triton 3.6's coalesced-encoding pass fails on them, compiled for sm90), not
+    boxes under GLUON_MIN_BOX_BYTES, not thin transposed boxes of wide words
+    (GLUON_MIN_PERMUTED)."""
+    if len(t.load.block) < 2 or t.box_bytes() < GLUON_MIN_BOX_BYTES:
+        return False
+    if t.perm() is not None and t.word >= 4:
+        return min(t.tile[t.src_dims[0]], t.tile[t.dst_dims[0]]) >= GLUON_MIN_PERMUTED
+    return True
 
 
 def emit_tma_gluon(pieces: list[tuple[int, TmaPiece, PieceOut]],

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+from legalsat.planner.build.copy import fields_cost
 from legalsat.planner.build.gather import bucket_passes_us
 from legalsat.planner.build.tile import WalkCost, walk_cost
 from legalsat.planner.plan import GatherPlan, Piece, Plan
@@ -41,16 +42,21 @@ from legalsat.planner.solve import (
     rows_block_bytes,
     rows_warps,
 )
-from legalsat.terms.movement import Gather
+from legalsat.terms.movement import Gather, MovementKind
 from legalsat.terms.strategy import Strategy
 
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
 
 
-def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan], not_returned: int = 0) -> tuple[Plan, ...]:
+def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan], not_returned: int = 0,
+            bound: list[bool] | None = None) -> tuple[Plan, ...]:
     """`plans` (best first) with their explanations; `not_returned`: candidates left out by
-    options.max_plans."""
-    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0], not_returned))
+    options.max_plans; `bound`: which were ranked as launch-bound (`rank.rank_plans`; by
+    default those within `LAUNCH_BOUND` of a launch)."""
+    if bound is None:
+        bound = [launch_bound(p, req.target.cost) for p in plans]
+    return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0], not_returned, bound[i],
+                                                        bound[0]))
                  for i, p in enumerate(plans))
 
 
@@ -95,7 +101,8 @@ def _sector_use(src_run: int, dst_run: int) -> str:
     return f"{runs}: a {worst}-byte run uses {worst} of the {touched} bytes of the sectors it touches (at best)"
 
 
-def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_planned: int) -> tuple[str, ...]:
+def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_planned: int, bound: bool,
+           first_bound: bool) -> tuple[str, ...]:
     c = req.target.cost
     us = p.cost.estimated_us
     launches = len(p.pieces) + (len(p.gather.inspector.passes) if p.gather and p.gather.inspector else 0)
@@ -125,7 +132,8 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
                 elementwise = scattered[0]
                 facts.append(f"the {scattered[0]} side is accessed element by element across its rows: each "
                              f"{core.element_bytes}-byte access uses {core.element_bytes}/{SECTOR} of a 32-byte sector "
-                             f"(the target's element-wise efficiency: {c.scatter / 10:.0f}%)")
+                             f"(the target's element-wise efficiency for {core.element_bytes}-byte "
+                             f"elements: {c.scatter_share(core.element_bytes) / 10:.0f}%)")
             else:
                 facts.append(_sector_use(src_run, dst_run))
     if p.smem is not None:
@@ -153,6 +161,16 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
                  + (f" (the estimate charges {charged}: " + ("the inspector's passes are short kernels)" if inspector
                     else "the cost rules price the pieces as one movement)") if charged != launches else ""))
 
+    fc = fields_cost(core, req.target) if core is not None and p.kind == MovementKind.COPY else None
+    programs_bound = False
+    if fc is not None:
+        if fc.share < 1000:
+            facts.append(f"its fields: {fc.why} (the target's measured table: {fc.share / 10:.0f}% of the strategy's "
+                         "share of copy bandwidth)")
+        programs_bound = launch_us + fc.programs_us >= us - 1e-3 and fc.programs_us > 0
+        if fc.programs_us > 0:
+            facts.append(f"programs: {fc.programs:,} over {req.target.sm_count} SMs, at least {c.program_ns} ns each on "
+                         f"an SM past the launch's first wave: {fc.programs_us:.2f} us at the least")
     walk = _walk_cost(req, p)
     if walk is not None:  # a tile load: its own model (legalsat.planner.build.tile.walk_cost)
         if walk.fixed_us >= max(walk.bandwidth_us, walk.latency_us):
@@ -168,6 +186,10 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
     elif sort_us and sort_us >= max(launch_us, bw_us):
         headline = (f"sort-dominated: sorting the slots by group ({GROUP_SORT_LAUNCHES} launches) is {sort_us:.2f} "
                     f"of its {us:.2f} us")
+    elif programs_bound and fc.programs_us > launch_us:
+        headline = (f"program-bound: {fc.programs:,} programs (tiles or boxes) over {req.target.sm_count} SMs at "
+                    f"{c.program_ns} ns each are {fc.programs_us:.2f} of its {us:.2f} us: a larger options.smem_bytes "
+                    "takes fewer, larger ones")
     elif eff is None or launch_us >= bw_us:  # "launch-bound" is the ranking's word (rank.launch_bound)
         word = "launch-bound" if launch_bound(p, c) else "launch-dominated"
         headline = f"{word}: {charged} launch(es) are {launch_us:.2f} of its {us:.2f} us"
@@ -182,19 +204,20 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         if sort_us:
             what += f", after sorting the slots by group ({sort_us:.2f} us)"
         headline = f"bandwidth-bound at {_share(eff)} of copy bandwidth: {what}"
-    bound = launch_bound(p, c)
     if bound and p.pieces:
         most = _fmt_bytes(longest_program_bytes(p))  # each side's bytes (the whole movement's are a sum)
         facts.append(f"largest program: {most} read and {most} written alone at {c.program_gbps} GB/s adds "
                      f"{longest_program_us(p, c):.2f} us to its launch")
     rule = f"plans within {LAUNCH_BOUND:g} x one launch rank by estimate + largest program"
+    if bound and not launch_bound(p, c):
+        rule += " (and this one, estimated below what such a plan is ranked by)"
     if rank == 0:
         standing = f"ranked 1 of {of}" + (
             f" (options.max_plans {req.options.max_plans}: {not_planned} more candidate(s) not returned)" if not_planned
             else " (the only plan)" if of == 1 else "")
         if bound and of > 1:
             standing += f": {rule}, {launch_key_us(p, c):.3f} us"
-    elif bound and launch_bound(first, c):
+    elif bound and first_bound:
         key, first_key = launch_key_us(p, c), launch_key_us(first, c)
         standing = f"ranked {rank + 1} of {of}: {rule}, {key:.3f} us against the first plan's {first_key:.3f}"
         if p.strategy in FIXED_LATENCY and first.strategy not in FIXED_LATENCY:

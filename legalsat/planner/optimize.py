@@ -20,7 +20,7 @@ from legalsat.planner.build import Built
 from legalsat.planner.explain import explain
 from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
-from legalsat.planner.rank import LAUNCH_BOUND, plan_rank
+from legalsat.planner.rank import LAUNCH_BOUND, rank_plans
 from legalsat.planner.reasons import why_not
 from legalsat.planner.reports import StopReason
 from legalsat.planner.request import PlanRequest
@@ -71,6 +71,18 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
                 None, built.tile_load)
 
 
+# reasons that say a limit cut planning short, not that the strategy cannot be planned
+CUT_SHORT = frozenset({Code.PLANNING_DEADLINE, Code.PROOF_BUDGET, Code.SOLVER_TIMEOUT, Code.NOT_REACHED})
+
+
+def _status(plans: list[Plan], rejected: list[Rejected]) -> str:
+    """ok: a plan; incomplete: none, and a limit cut some strategy short (a larger budget may
+    plan it); infeasible: none, every strategy ruled out."""
+    if plans:
+        return "ok"
+    return "incomplete" if any(r.code in CUT_SHORT for x in rejected for r in x.reasons) else "infeasible"
+
+
 def optimize(req: PlanRequest) -> PlanResponse:
     """Plan one validated request (see the module docstring) within its timeout_ms
     (legalsat.planner.budget)."""
@@ -89,7 +101,7 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     plans, rejected = [], []
     not_returned = 0  # candidates past options.max_plans, planned or not
     # past max_plans, a candidate the e-graph estimates launch-bound is planned still: the final
-    # order ranks such plans by what they add to their launch (rank.plan_rank), so it may come
+    # order ranks such plans by what they add to their launch (rank.rank_plans), so it may come
     # before one already planned (a 16 x 512 transpose's first plan was shuffle, staged_smem or
     # direct as max_plans was 1, 3 or 4)
     launch_bound_ps = LAUNCH_BOUND * req.target.cost.launch_ns * 1000  # the e-graph's costs are ps
@@ -100,7 +112,8 @@ def _optimize(req: PlanRequest) -> PlanResponse:
         if remaining_ms() == 0:  # the budget is spent: what was not reached says so
             rejected.append(Rejected(cand.strategy, cand.term, (Code.PLANNING_DEADLINE.at(
                 f"{budget_name()} was spent before this candidate was solved",
-                budget_fix(Code.PLANNING_DEADLINE.default_fix)),)))
+                budget_fix(Code.PLANNING_DEADLINE.default_fix if req.options.max_plans > 1
+                           else "raise options.timeout_ms")),)))
             continue
         try:
             plans.append(plan_candidate(req, cand, clock))
@@ -108,11 +121,11 @@ def _optimize(req: PlanRequest) -> PlanResponse:
             clock.lap("solve")
             rejected.append(Rejected(cand.strategy, cand.term, e.reasons))
     # builders may know better than the e-graph (tile loads)
-    plans.sort(key=lambda p: plan_rank(p, req.target.cost))
+    plans, bound = rank_plans(plans, req.target.cost)
     not_returned += len(plans[req.options.max_plans:])
-    plans = plans[:req.options.max_plans]
+    plans, bound = plans[:req.options.max_plans], bound[:req.options.max_plans]
     if req.options.explain:
-        plans = list(explain(req, plans, not_returned))
+        plans = list(explain(req, plans, not_returned, bound))
     offered = {c.strategy for c in cands}
     stopped = None if report.stop_reason == StopReason.SATURATED else report.stop_reason.value
     rejected += [Rejected(s, None, tuple(why_not(req, s, stopped))) for s in Strategy if s not in offered]
@@ -120,5 +133,5 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     # not only in its tile_load.note (a client that reads status and strategy would go on)
     unreadable = tuple(p.tile_load.note for p in plans[:1] if p.tile_load is not None and p.tile_load.note)
     return PlanResponse(req.request_id if req.request_id is not None else uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
-                        "ok" if plans else "infeasible", tuple(plans), tuple(rejected), report, clock.result(),
+                        _status(plans, rejected), tuple(plans), tuple(rejected), report, clock.result(),
                         snapshot, req.warnings + unreadable)

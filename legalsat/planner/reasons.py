@@ -122,6 +122,10 @@ def _of(name: str, d: Diagnostic) -> Diagnostic:
     return replace(d, message=f"{name}: {d.message}", field=d.field or name)
 
 
+# the TMA reasons a request's views give whatever formulation moves them
+FORM_INDEPENDENT_TMA = frozenset({Code.GLOBAL_ADDRESS_ALIGN, Code.GLOBAL_ADDRESS_RANGE, Code.DTYPE_SUPPORTED})
+
+
 def why_not(req: PlanRequest, strategy: Strategy, stopped: str | None = None) -> list[Diagnostic]:
     """The reasons `strategy` was never offered for `req` (never empty). `stopped`: the limit
     that stopped saturation, if one did; then a strategy the request's kind allows was perhaps
@@ -129,7 +133,15 @@ def why_not(req: PlanRequest, strategy: Strategy, stopped: str | None = None) ->
     cut short was told it does not transpose)."""
     m = req.movement
     if strategy is Strategy.TMA:
-        return _why_not_tma(req)
+        reasons = _why_not_tma(req)
+        if stopped is None or not isinstance(m, (Copy, LoadTile)) or req.target.tma is None:
+            return reasons
+        # what the request's own views say holds for every formulation only where it is about
+        # the base or the element type; the rest (a box as large as the tensor) was said of a
+        # form the e-graph had not yet coalesced or tiled
+        fix = budget_fix(Code.NOT_REACHED.default_fix) if stopped == "time_limit" else None
+        return [Code.NOT_REACHED.at(f"saturation stopped by its {stopped} before it found a tma formulation", fix),
+                *(r for r in reasons if r.code in FORM_INDEPENDENT_TMA)]
     if isinstance(m, LoadTile) and strategy is not Strategy.DIRECT:
         return [Code.LOAD_TILE_STRATEGY.at(f"tile loads use tma or direct staging, not {strategy.value}")]
     if isinstance(m, Copy) and strategy is Strategy.INSPECTOR_EXECUTOR:

@@ -180,6 +180,18 @@ def solve_tma_box(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_byte
                              dst_inner)
     if closed is not None:
         return closed
+    if _tma_box_closed(p, order, 1 << 40, dtype_bytes, store_buffers, max_tile_bytes, inner_cap_bytes,
+                       dst_inner) is not None:  # the budget alone rules every box out: say what it takes
+        both = dst_inner is not None and dst_inner != 0
+        least = 16 << (4 - floor_log2(dtype_bytes)) if both else 16
+        need = (2 + store_buffers) * least + 2 * TMA_STAGE_BARRIER_BYTES
+        held = f"2 stages and {store_buffers} store buffer{'s' if store_buffers > 1 else ''}"
+        raise Infeasible([Code.SMEM_BUDGET.at(
+            f"the smallest legal box takes {least} bytes (16 bytes along the source's contiguous dim"
+            + (" and 16 along the destination's" if both else "") + "); "
+            f"{held} of it and the stages' barriers need {need} bytes of shared memory; the budget is {smem_bytes}",
+            f"raise options.smem_bytes to at least {need}, or use the plan's direct or staged_smem candidate",
+            field="options.smem_bytes")])
     fp = FieldProblem("TMA box")  # unsat: z3's core names the constraints
     dims = [p.dims[k] for k in order]
     es = [fp.log2_var(f"box{k}_log2", 8) for k in range(len(dims))]
@@ -301,8 +313,9 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
                          small: bool = False, smem_budget: int | None = None, skew: bool = True,
                          min_programs: int = 1) -> TileFields:
     """Tile extents along dims a (src-contiguous) and b (dst-contiguous): powers of two
-    within the extents, at most `max_tile_bytes`, each side at least `min_run_bytes` of
-    contiguous data when the extent allows. `small`: the shuffle shape (the small side
+    within the extents, at most `max_tile_bytes` (and `smem_budget`), each side at least
+    `min_run_bytes` of contiguous data when the extent and the budget allow (a budget too small
+    for a square tile of such runs shortens both runs alike). `small`: the shuffle shape (the small side
     whole, padded to a power of two).
 
     Measured on the H100 (tools/staged_sweep.py): runs of 256 bytes on both sides and the
@@ -329,7 +342,8 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     else:
         fp.require("tile_bytes", ea + eb_ + lb <= floor_log2(max_tile_bytes),
                    f"a tile of more than {max_tile_bytes} bytes")
-    run = max(floor_log2(min_run_bytes) - lb, 0)
+    run = _fitting_run(floor_log2(min_run_bytes) - lb, floor_log2(smem_budget) if smem_budget is not None
+                       and smem_budget < max_tile_bytes else floor_log2(max_tile_bytes), lb)
     unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
     if small:
         small_dim = ea if na <= nb else eb_
@@ -343,11 +357,11 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
                    f"destination runs beyond {PLAIN_DST_RUN} bytes")
         objective = [ea + eb_, eb_]
     elif unaligned_dst:  # sector-skewed stores (legalsat.kernels.staged): 128-byte destination
-        # runs, 256-byte source runs, measured best on the H100
+        # runs, 256-byte source runs (measured best on the H100), shorter where the budget says
         fp.require("run_b", eb_ == min(max(floor_log2(128) - lb, 0), cap_b),
                    "a skewed tile stores 128-byte destination runs")
-        fp.require("run_a", ea == min(max(floor_log2(256) - lb, 0), cap_a),
-                   "a skewed tile loads 256-byte source runs")
+        fp.require("run_a", ea <= min(max(floor_log2(256) - lb, 0), cap_a),
+                   "a skewed tile loads source runs of at most 256 bytes")
         objective = [ea + eb_]
     else:  # both sides contiguous for min_run_bytes where the extents allow
         fp.require("run_a", ea >= min(run, cap_a), f"less than {min_run_bytes} contiguous bytes")
@@ -357,6 +371,13 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     ta, tb = 1 << m[ea].as_long(), 1 << m[eb_].as_long()
     # scalar stores: 4 warps per tile measured fastest (more programs per SM in flight)
     return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else transpose_warps(ta * tb * p.eb))
+
+
+def _fitting_run(run_log2: int, budget_log2: int, eb_log2: int) -> int:
+    """log2 of the run (elements) both sides of a tile must have: `run_log2`, or less when a
+    square tile of such runs would not fit the budget (a small smem_bytes takes a smaller
+    tile, not no tile)."""
+    return max(min(run_log2, (budget_log2 - eb_log2) // 2), 0)
 
 
 def _plain_budget(p: Region, min_programs: int) -> int:
@@ -375,7 +396,7 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
     cap_b = floor_log2(nb - 1) + 1 if nb > 1 else 0
     budget = floor_log2(smem_budget) if smem_budget is not None and smem_budget < max_tile_bytes \
         else floor_log2(max_tile_bytes)
-    run = max(floor_log2(min_run_bytes) - lb, 0)
+    run = _fitting_run(floor_log2(min_run_bytes) - lb, budget, lb)
     unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
     best: tuple | None = None
     for ea in range(min(10, cap_a) + 1):
@@ -392,7 +413,7 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
                     continue
                 key = (ea + eb_, eb_)
             elif unaligned_dst:
-                if eb_ != min(max(floor_log2(128) - lb, 0), cap_b) or ea != min(max(floor_log2(256) - lb, 0), cap_a):
+                if eb_ != min(max(floor_log2(128) - lb, 0), cap_b) or ea > min(max(floor_log2(256) - lb, 0), cap_a):
                     continue
                 key = (ea + eb_,)
             else:

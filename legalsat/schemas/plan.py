@@ -360,8 +360,10 @@ class OptimizeResponse(Out):
     target: str = Field(description="the hardware target planned for")
     planner: str = Field(description="the planner's version (plans are cached per version)")
     term: str = Field(description="the request's movement as an s-expression")
-    status: Literal["ok", "infeasible"] = Field(description="ok: at least one plan; infeasible: none, each strategy's "
-                                                "reasons in rejected")
+    status: Literal["ok", "infeasible", "incomplete"] = Field(
+        description="ok: at least one plan; infeasible: none, each strategy's reasons in rejected; incomplete: none, "
+                    "and a limit (options.timeout_ms, the service's deadline, options.node_limit) cut some strategy "
+                    "short (its reasons in rejected say which): a larger budget may plan it")
     # (1.1: legalsat.planner.rank.LAUNCH_BOUND, which the kernels' import of this module may not load)
     plans: list[PlanOut] = Field(description="plans of distinct strategies, best first: by estimate, except "
                                  "that plans within 1.1 x one launch (launch-bound: their estimates differ by less "

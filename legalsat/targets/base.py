@@ -47,8 +47,10 @@ class CostFacts:
     `by_width` for contiguous accesses of that many bytes per lane; `tma`, `staged`,
     `shuffle`, `inspector` for those strategies; `tma_transpose` for a TMA copy whose boxes
     are permuted in registers; `shuffle_gather` for a window-local row gather; `way_penalty`: permille of time added per extra bank-conflict
-    way of the best staged tile; `scatter` for a copy that touches one side
-    element by element. `row_overhead_bytes`: a random row costs as if it were this much
+    way of the best staged tile; `scatter` for a gather that reads element by element,
+    `scatter_by_bytes` (element bytes, permille) for a copy that touches one side element by
+    element (each element a part of its sector: wider elements waste less; the widest row
+    stands for wider elements). `row_overhead_bytes`: a random row costs as if it were this much
     longer (latency and partial sectors). `sort_bytes_per_slot`: what sorting one slot of a
     grouped (MoE) gather by its group costs a direct plan. `tma_latency_ns`: one TMA load's
     round trip (what bounds a tile walk whose SMs hold few tiles). `tile_walk_ns`: the fixed
@@ -59,6 +61,16 @@ class CostFacts:
 --cudagraph sweep; the H100's figure is every
     target's default until it is measured there). `source` says where the
     numbers come from ("analytic", or the calibration run that fitted them).
+
+    What a copy's solved fields cost (the e-graph's estimate assumes the strategy's full
+    share; `legalsat.planner.build.copy.fields_cost` applies these once the tile is known):
+    `tma_dst_run`: (run bytes, permille of the strategy's share) for a transposing TMA plan
+    whose store box writes runs of at most that many bytes per row (a destination that fits
+    L2 loses half as much: its partly written sectors merge there); `staged_tile`: (tile
+    bytes, permille) for a staged tile of at most that many bytes (smaller tiles: in
+    proportion); `program_ns`: the least time one program of a tiled copy (one TMA box, one
+    staged tile) holds an SM, so a copy of many tiny tiles takes at least its programs over
+    the SMs at this each.
     """
 
     source: str
@@ -79,6 +91,17 @@ class CostFacts:
     tile_walk_ns: int = 5000
     tile_tma: int = 750
     program_gbps: int = 74
+    scatter_by_bytes: tuple[tuple[int, int], ...] = ((1, 95), (2, 170), (4, 340), (8, 560))
+    tma_dst_run: tuple[tuple[int, int], ...] = ((16, 400), (32, 880))
+    staged_tile: tuple[tuple[int, int], ...] = ((1024, 850), (2048, 930), (4096, 950), (8192, 970), (16384, 990))
+    program_ns: int = 80
+
+
+    def scatter_share(self, element_bytes: int) -> int:
+        """`scatter_by_bytes`' permille for elements of this many bytes: the row of the widest
+        element at most as wide (the first row for narrower ones)."""
+        rows = [e for b, e in self.scatter_by_bytes if b <= element_bytes] or [self.scatter_by_bytes[0][1]]
+        return rows[-1]
 
 
 class CostFact(IntEnum):

@@ -28,13 +28,13 @@ def load_cost(target: str, analytic: CostFacts) -> CostFacts:
     data = json.loads(path.read_text())
     known = {f.name for f in fields(CostFacts)}
     values = {k: v for k, v in data["facts"].items() if k in known}
-    if "by_width" in values:
-        values["by_width"] = tuple((int(w), int(e)) for w, e in values["by_width"])
+    for name, v in values.items():  # the tables: (key, permille) pairs
+        if isinstance(v, list):
+            values[name] = tuple((int(k), int(e)) for k, e in v)
     return replace(analytic, **values)
 
 
 def cost_document(facts: CostFacts, provenance: dict) -> dict:
     """The JSON a calibration writes: the facts and where they come from."""
-    out = asdict(facts)
-    out["by_width"] = [list(x) for x in facts.by_width]
+    out = {k: [list(x) for x in v] if isinstance(v, tuple) else v for k, v in asdict(facts).items()}
     return {"facts": out, "provenance": provenance}

@@ -54,7 +54,7 @@ def tile_loads(draw):
 requests = st.fixed_dictionaries({
     "op": st.one_of(copies(), gathers(), tile_loads()),
     "options": st.fixed_dictionaries({"max_plans": st.just(5)},
-                                     optional={"smem_bytes": st.sampled_from([16384, 49152, 100000])}),
+                                     optional={"smem_bytes": st.sampled_from([1024, 4096, 16384, 49152, 100000])}),
 })
 
 
@@ -127,3 +127,13 @@ def test_large_moe_inspectors_fit(compiler):
         assert first["strategy"] == "inspector_executor"
         assert first["gather"]["inspector"]["smem_bytes"] <= (smem or 232448)
         assert compiler.submit(plan_and_check, req).result() == []
+
+
+@pytest.mark.parametrize("dtype,smem", [("float32", 1024), ("float32", 4096), ("float64", 512), ("float64", 3072)])
+def test_thin_transposed_boxes_of_wide_words_compile(compiler, dtype, smem):
+    """4096 x 4096 transposes under small budgets: TMA boxes with 4 fp32 or 2-4 fp64 along a
+    transposed dim, whose Gluon permute Triton 3.6 cannot lower (PassManager::run failed), run
+    the tl kernel for either variant."""
+    req = {"op": {"kind": "copy", "src": view(dtype, [4096, 4096]), "dst": permuted(dtype, [4096, 4096], (1, 0))},
+           "options": {"max_plans": 5, "smem_bytes": smem}}
+    assert compiler.submit(plan_and_check, req).result() == []

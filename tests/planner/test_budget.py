@@ -79,6 +79,20 @@ def test_a_budget_the_service_capped_names_the_cap_not_the_request():
     assert mine and all("timeout_ms (1 ms)" in r["message"] and "options.timeout_ms" in r["fix"] for r in mine)
 
 
+def test_no_plan_for_want_of_time_is_incomplete_not_infeasible():
+    """A 2 ms budget planned nothing and said "infeasible" (exit 3 alike), with the fix "or lower
+    options.max_plans" at max_plans 1; the same request plans with more time."""
+    req = {"term": "(copy (view bfloat16 (8192 8192) (8192 1) 16) (view bfloat16 (8192 8192) (1 8192) 16))"}
+    out = optimize({**req, "options": {"timeout_ms": 1, "max_plans": 1}})
+    assert out["plans"] == [] and out["status"] == "incomplete"
+    fixes = [r["fix"] for x in out["rejected"] for r in x["reasons"] if r["rule"] == "planning_deadline"]
+    assert fixes and all("max_plans" not in f for f in fixes)
+    assert optimize({**req, "options": {"max_plans": 1}})["status"] == "ok"
+    ruled_out = {"op": {"kind": "load_tile", "src": {"dtype": "float16", "shape": [16, 4, 1], "strides": [4, 1, 1]},
+                        "tile": [256, 256, 256], "consumer": "wgmma_a"}}
+    assert optimize(ruled_out)["status"] == "infeasible"  # nothing cut short
+
+
 def _rejected_codes(out: dict) -> set[str]:
     return {r["rule"] for x in out["rejected"] for r in x["reasons"]}
 

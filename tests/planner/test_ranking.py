@@ -41,7 +41,9 @@ def test_a_launch_bound_transpose_held_by_one_program_is_copied_directly():
 @pytest.mark.parametrize("file, cases, graph_near, graph_ruled, eager_near, eager_worst", [
     ("launch_bound_sweep", None, 20, 14, 20, 1.06),
     # 24 random small transposes and permutes no rule was fitted on (seed 7)
-    ("launch_bound_heldout", "launch_bound_heldout_cases.json", 24, 14, 22, 1.12),
+    # (14 of 14 by the ruled count before a copy's estimate took its fields and element size:
+    # two cases' slower plans are ranked by estimate now, every regret unchanged)
+    ("launch_bound_heldout", "launch_bound_heldout_cases.json", 24, 12, 22, 1.12),
 ])
 def test_recorded_launch_bound_sweeps_replayed(file, cases, graph_near, graph_ruled, eager_near, eager_worst):
     """Every candidate of small movements timed on the H100 (device time from CUDA graphs, and
@@ -108,3 +110,17 @@ def test_the_plans_returned_are_the_first_of_one_order_whatever_max_plans(shape)
     every = [p["strategy"] for p in optimize({"term": term, "options": {"max_plans": 16}})["plans"]]
     for k in range(1, len(every) + 1):
         assert [p["strategy"] for p in optimize({"term": term, "options": {"max_plans": k}})["plans"]] == every[:k]
+
+
+def test_a_plan_estimated_below_a_launch_bound_plans_rank_is_ranked_with_it():
+    """624 x 62 bf16: the direct copy's estimate is just past the launch bound, the staged tile's
+    within it but one program holds 62 KiB; ranked by its estimate after the staged tile, the
+    direct copy came second (on the H100 1.74 against 2.04 us of device time)."""
+    from legalsat.planner.rank import LAUNCH_BOUND
+
+    view = {"dtype": "bfloat16", "shape": [624, 62], "strides": [62, 1]}
+    plans = optimize({"op": {"kind": "copy", "src": view, "dst": {**view, "strides": [1, 624]}},
+                      "options": {"explain": True}})["plans"]
+    assert plans[0]["strategy"] == "direct"
+    assert plans[0]["cost"]["estimated_us"] > LAUNCH_BOUND * 3.0
+    assert "estimated below what such a plan is ranked by" in plans[0]["explain"][1]

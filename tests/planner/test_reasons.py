@@ -89,6 +89,24 @@ def test_a_strategy_not_reached_before_a_limit_is_said_to_be_not_reached():
     assert rules["inspector_executor"] == ["no_indices"]  # what the request's kind decides stays said
 
 
+def test_tma_not_reached_before_a_node_limit_is_not_blamed_on_the_uncoalesced_box():
+    """NCHW -> NHWC stopped by a node limit of 40 was told TMA's box would move 12,845,056
+    bytes (the whole tensor, uncoalesced); with the default limits it has a TMA plan. A reason
+    of the views' base stays said."""
+    from legalsat.api import optimize
+
+    src = {"dtype": "bfloat16", "shape": [32, 64, 56, 56], "strides": [200704, 3136, 56, 1]}
+    dst = {**src, "strides": [200704, 1, 3584, 64]}
+    out = optimize({"op": {"kind": "copy", "src": src, "dst": dst}, "options": {"node_limit": 40}})
+    assert out["egraph"]["stop_reason"] == "node_limit"
+    tma = next(r for r in out["rejected"] if r["strategy"] == "tma")
+    assert [x["rule"] for x in tma["reasons"]] == ["not_reached"], tma
+    odd = optimize({"op": {"kind": "copy", "src": {**src, "base_align": 2}, "dst": dst}, "options": {"node_limit": 40}})
+    rules = [x["rule"] for r in odd["rejected"] if r["strategy"] == "tma" for x in r["reasons"]]
+    assert rules[0] == "not_reached" and "global_address.align" in rules, rules
+    assert any(p["strategy"] == "tma" for p in optimize({"op": {"kind": "copy", "src": src, "dst": dst}})["plans"])
+
+
 @pytest.mark.parametrize("op", [
     {"kind": "load_tile", "src": {"dtype": "float32", "shape": [3, 5], "strides": [5, 1]}, "tile": [64, 64],
      "consumer": "rows"},

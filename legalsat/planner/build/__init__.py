@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from legalsat.planner.build.copy import build_copy, prove_copy_plan
+from legalsat.planner.build.copy import build_copy, fields_us, prove_copy_plan
 from legalsat.planner.build.gather import bucket_passes_us, build_gather
 from legalsat.planner.build.tile import build_load_tile
 from legalsat.planner.formulation import Candidate
@@ -30,7 +30,7 @@ from legalsat.planner.plan import (
     TileLoadPlan,
 )
 from legalsat.planner.request import PlanRequest
-from legalsat.terms.movement import Copy, Gather
+from legalsat.terms.movement import Copy, Gather, moved_elements
 
 
 @dataclass(frozen=True)
@@ -58,9 +58,11 @@ def build(req: PlanRequest, cand: Candidate) -> Built:
     if isinstance(m, Copy):
         pieces, walks = build_copy(form, req.smem_bytes, req.target)
         core = pieces[0]
+        us = fields_us(pieces, cand.cost / 1e6, 2 * moved_elements(m) * m.src.esize, req.target)
         return Built(core.tile, core.grid, core.num_warps, tuple(pieces),
                      functools.partial(prove_copy_plan, m, form, walks), core.num_stages or 1, core.vector_bytes,
-                     tuple(d for p in pieces for d in (p.descriptors or ())), core.smem, core.pipeline)
+                     tuple(d for p in pieces for d in (p.descriptors or ())), core.smem, core.pipeline,
+                     estimated_us=us)
     if isinstance(m, Gather):
         gather, pieces, f, prover = build_gather(form, m, req.smem_bytes)
         us = None

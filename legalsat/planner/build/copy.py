@@ -4,6 +4,7 @@ core and must take the strategy, later ones (ragged tails) fall back to direct c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from math import gcd, prod
 
 from legalsat.analyses.tile_layouts import staged_layouts
@@ -21,6 +22,7 @@ from legalsat.terms.movement import Copy, relaid_out, transposed_pair
 from legalsat.terms.strategy import Strategy
 
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
+SKEW_SECTOR_BYTES = 32  # what a skewed staged tile aligns each destination row's segment to
 
 
 # programs per SM a small piece is split into (its blocks or tiles shrink, down to a floor)
@@ -117,15 +119,19 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     f = solve_transpose_tile(r, a, b, 2048 if small else 65536 if r.eb == 1 else 32768, small=small,
                              smem_budget=None if small else smem_budget, skew=skew,
                              min_programs=PROGRAMS_PER_SM * target.sm_count)
-    plain_stores = not small and not skew and (r.dims[a][2] * r.eb) % 16 != 0
+    misaligned_rows = (r.dims[a][2] * r.eb) % 16 != 0
+    plain_stores = not small and not skew and misaligned_rows
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
     smem = None
     if not small:
         row_bytes = f.tile_a * r.eb
         lays = staged_layouts(min(r.eb, 8), target, rows=f.tile_b, row_bytes=row_bytes) if row_bytes >= 16 else ()
-        if lays:
-            lay = lays[0]
+        # the best layout the budget holds: a padded one takes a row's padding more per row, a
+        # swizzled one none (Triton's own layout conversion of the tile takes its bytes exactly)
+        lay = next((lay for lay in lays if f.tile_b * (row_bytes + lay.pad_bytes) <= smem_budget),
+                   lays[0] if lays else None)
+        if lay is not None:
             smem = SmemLayout(f.tile_b * (row_bytes + lay.pad_bytes), 1, lay.swizzle, lay.pad_bytes,
                               lay.write_ways, lay.read_ways)
         else:
@@ -138,9 +144,91 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     # base, the piece's offset and each other dim's stride (a 16-byte vector from a 2-byte
     # aligned base faults); at least one element
     loads = max(r.eb, min(16, f.tile_a * r.eb, _aligned(r, "src", a)))
-    stores = r.eb if plain_stores else max(r.eb, min(16, f.tile_b * r.eb, _aligned(r, "dst", b)))
+    if plain_stores:
+        stores = r.eb
+    elif not small and misaligned_rows and _skewable(r, a, b, f.tile_b):
+        # the skewed tile starts each destination row's segment on a sector of its own
+        # (legalsat.kernels.staged): the rows' pitch and offsets do not limit its vectors, the
+        # base's alignment does
+        stores = max(r.eb, min(16, f.tile_b * r.eb, gcd(16, r.dst_align)))
+    else:
+        stores = max(r.eb, min(16, f.tile_b * r.eb, _aligned(r, "dst", b)))
     return (_piece(r, strategy, tiles, grid, f.num_warps, loads, store_vector_bytes=stores, smem=smem),
             Walk(r, tiles=tiles))
+
+
+@dataclass(frozen=True)
+class FieldsCost:
+    """What a copy's core piece's fields make of the e-graph's estimate (which assumes the
+    strategy's full share): its bytes at `share` permille of that, and never less than
+    `programs_us` (its waves of programs over the SMs past the first, at `CostFacts.program_ns`
+    each). `why` says
+    where the share comes from, in words."""
+
+    share: int
+    why: str
+    programs: int
+    programs_us: float
+
+
+def _lookup(table: tuple[tuple[int, int], ...], x: int) -> int:
+    """The permille of the first row whose key is at least `x` (1000 past the last)."""
+    return next((v for k, v in table if x <= k), 1000)
+
+
+def fields_cost(core: Piece, target: Target) -> FieldsCost | None:
+    """A TMA or staged core piece's `FieldsCost` (None for other strategies): a transposing
+    TMA box by the runs its store writes (`CostFacts.tma_dst_run`), a staged tile by its bytes
+    (`CostFacts.staged_tile`). Measured on the H100 under options.smem_bytes from 1 KiB up
+    (`benchmarks/bench_budget.py`): 8 x 64 bf16 boxes (16-byte store runs) ran at 0.32 of the
+    copy bandwidth where 64 x 64 ran at 0.91, 1 KiB staged tiles at 0.82-0.85 where 32 KiB ran
+    at 0.97-0.99, and 8 x 8 boxes took 636 us for 128 MiB, 80 ns per box per SM."""
+    c = target.cost
+    programs = prod(core.grid)
+    # the launch's own time covers one wave of programs (launch-bound plans are ranked by
+    # what their longest program adds: legalsat.planner.rank); each further wave adds its time
+    floor = (cdiv(programs, target.sm_count) - 1) * c.program_ns * 1e-3
+    eb = core.element_bytes
+    if core.strategy is Strategy.TMA:
+        tr = transposed_pair((d.extent, d.src_stride, d.dst_stride) for d in core.dims)
+        if tr is None:
+            return FieldsCost(1000, "straight boxes", programs, floor)
+        run = min(core.tile[tr[1]], core.dims[tr[1]].extent) * eb
+        share = _lookup(c.tma_dst_run, run)
+        fits = prod(d.extent for d in core.dims) * eb <= target.l2_bytes
+        if fits:
+            share = (1000 + share) // 2
+        why = f"the store box writes {run}-byte runs" + (" (the destination fits L2)" if fits and share < 1000 else "")
+        return FieldsCost(share, why, programs, floor)
+    if core.strategy is Strategy.STAGED_SMEM:
+        # a tile under the table's first row takes its share: what bounds such tiles is their
+        # number (`program_ns`), measured: 256- and 512-byte tiles ran at 0.29 and 0.57 of the
+        # copy bandwidth, their programs' floor
+        tile = prod(min(t, d.extent) for t, d in zip(core.tile, core.dims)) * eb
+        return FieldsCost(_lookup(c.staged_tile, tile), f"a {tile}-byte tile", programs, floor)
+    return None
+
+
+def fields_us(pieces: list[Piece], egraph_us: float, moved_bytes: int, target: Target) -> float | None:
+    """A copy plan's estimate once its fields are solved (None: the e-graph's stands): the
+    core piece's share of the moved bytes taken at `fields_cost`'s share, and at least the
+    launch plus the core's programs. Invariant: never below the e-graph's estimate."""
+    core = pieces[0]
+    fc = fields_cost(core, target)
+    if fc is None:
+        return None
+    core_bytes = 2 * prod(d.extent for d in core.dims) * core.element_bytes
+    frac = min(1.0, core_bytes / moved_bytes) if moved_bytes else 1.0
+    launch = target.cost.launch_ns * 1e-3
+    bytes_us = max(egraph_us - launch, 0.0) * (1 + frac * (1000 / fc.share - 1))
+    return max(egraph_us, launch + bytes_us, launch + fc.programs_us)
+
+
+def _skewable(r: Region, a: int, b: int, tile_b: int) -> bool:
+    """Whether the staged kernel skews this tile (`legalsat.kernels.staged.skew_shape`): its
+    destination run spans more than one whole 32-byte sector and the dim is longer than it."""
+    run, sector = tile_b * r.eb, SKEW_SECTOR_BYTES
+    return r.eb <= 8 and run > sector and run % sector == 0 and r.dims[b][0] > tile_b
 
 
 def _aligned(r: Region, side: str, contiguous: int) -> int:

@@ -80,5 +80,6 @@ LANGUAGE = """
 (relation LoadEb (i64))                              ; the element bytes of the request's tile load
 (function EffWidth (i64) i64 :no-merge)              ; permille of copy bandwidth by access width
 (function Eff (i64) i64 :no-merge)                   ; permille of copy bandwidth by CostFact
+(function EffScatter (i64) i64 :no-merge)            ; permille of a copy element by element, by element bytes
 (function StagedWays (i64) i64 :no-merge)            ; permille slowdown of the best staged tile
 """

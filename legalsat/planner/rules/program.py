@@ -33,6 +33,8 @@ from legalsat.terms.strategy import Strategy
 
 # The rulesets in the order one saturation round runs them (analysis saturates first so the
 # rewrites see complete facts; strategy last, over the round's new forms).
+# the element bytes of a Copy term (a request's element, or a word it is moved as)
+COPY_ELEMENT_BYTES = (1, 2, 4, 8, 16)
 ROUND = ("analysis", "layout", "padding", "analysis", "strategy")
 
 
@@ -54,6 +56,7 @@ def base_program(target: Target) -> str:
     c = target.cost
     seeds = [f"(set (EffWidth {w}) {e})" for w, e in c.by_width]
     seeds += [f"(set (Eff {int(f)}) {f.of(c)})" for f in CostFact]
+    seeds += [f"(set (EffScatter {eb}) {c.scatter_share(eb)})" for eb in COPY_ELEMENT_BYTES]
     seeds += [f"(set (StagedWays {eb}) {1000 + c.way_penalty * (best_staged_ways(eb, target) - 1)})"
               for eb in (1, 2, 4, 8)]
     seeds += [f"(ClusteredDist {d.code})" for d in Distribution if d.clusters]

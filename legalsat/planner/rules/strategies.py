@@ -38,7 +38,7 @@ STRATEGIES = """
 (rule ((= p (Lower m)) (= b (Bytes m)) (= w (Width m)) (= e (EffWidth w)))
       ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
        (set (cost_table_Direct m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "direct")
-(rule ((= p (Lower m)) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (Eff {eff_scatter})))
+(rule ((= p (Lower m)) (= m (Copy eb sa da x)) (= b (Bytes m)) (= e (EffScatter eb)))
       ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
        (set (cost_table_Direct m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "direct-elementwise")
 (rule ((= p (Lower m)) (TmaOk m) (= b (Bytes m)) (= w (Width m)) (= e (Eff {eff_tma})))
