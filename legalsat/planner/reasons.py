@@ -100,9 +100,21 @@ def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
         reasons += tile_inner_reasons(m)
     if isinstance(m, Copy) and m.src.base_align % 16 == 0 and m.dst.base_align % 16 == 0 and not reasons:
         reasons = [Code.INNER_EXTENT.at()]
-    if any(r.code is Code.GLOBAL_STRIDES_ALIGN for r in reasons) and not req.options.allow_padding:
+    if any(r.code is Code.GLOBAL_STRIDES_ALIGN for r in reasons) and not req.options.allow_padding \
+            and _padding_helps(m):
         reasons.append(Code.ALLOW_PADDING.at())
     return reasons or [Code.TMA_UNAVAILABLE.at()]
+
+
+def _padding_helps(m) -> bool:
+    """Whether options.allow_padding can give `m` a TMA plan: it re-allocates a copy's tensors
+    with padded pitches (a tile load reads the caller's tensor as it is), and a TMA store of
+    destination rows that are not whole 16-byte chunks is refused whatever their pitch
+    (`tma_store_row`)."""
+    if not isinstance(m, Copy):
+        return False
+    inner = next((n for n, s in zip(m.dst.shape, m.dst.strides) if s == 1 and n > 1), None)
+    return inner is None or (inner * m.dst.esize) % 16 == 0
 
 
 def _in_request_terms(name: str, v: View, d: Diagnostic) -> Diagnostic:

@@ -70,7 +70,9 @@ class SmemOut(Out):
                                               "(1.0 = conflict-free; null: not modelled)")
     read_conflict_ways: float | None = Field(description="bank-conflict ways of the reads out of the tile "
                                              "(1.0 = conflict-free; null: not modelled)")
-    store_buffer_bytes: int | None = Field(None, description="bytes of the buffer a TMA store reads from")
+    store_buffer_bytes: int | None = Field(None, description="bytes of the store side: the buffer a TMA store "
+                                           "reads from, and for a transposing copy the box's layout-conversion "
+                                           "scratch (one more box)")
     boxes_per_stage: int | None = Field(None, description="TMA boxes that complete one stage (on one mbarrier "
                                         "phase, with their bytes summed in expect_tx)")
 

@@ -174,6 +174,8 @@ def worker_main(conn, target: str, memory_mb: int | None = None, egraph_max_byte
     limit_memory(memory_mb)
     try:
         optimize({**WARM_UP, "target": target})
+    except MemoryError:  # a worker that cannot warm up within its memory limit cannot plan: exit, so the
+        raise SystemExit(1) from None  # pool says so and names the setting (an allocation in egglog aborts alike)
     except Exception:  # noqa: BLE001 - an unknown default target only loses the warm-up
         pass
     if memory_mb:

@@ -135,3 +135,6 @@ class Target:
     # rest of its partly written 32-byte sectors, so misaligned rows cost no DRAM read-back
     # (the H100's 50 MiB, as torch.cuda.get_device_properties reports it)
     l2_bytes: int = 50 << 20
+    # warpgroup MMA (wgmma.mma_async), whose shared-memory operands the wgmma_a / wgmma_b
+    # consumers are laid out for: sm_90a only (Blackwell's tensor cores take tcgen05.mma)
+    wgmma: bool = False

@@ -20,6 +20,7 @@ ANALYTIC = CostFacts(source="analytic", copy_bandwidth_gbps=2960)
 
 SM90 = Target(
     name="sm90",
+    wgmma=True,
     description="NVIDIA Hopper (H100/H200); TMA rules verified against driver 580 on an H100",
     tma=TmaFacts(
         source="driver",

@@ -241,3 +241,18 @@ def test_a_paged_inspectors_estimate_charges_its_buckets():
     inspector = _plan(out, "inspector_executor")
     assert inspector["cost"]["estimated_us"] > 10_000 and "268435456 buckets" in inspector["explain"][2]
     assert out["plans"][0]["strategy"] == "direct"
+
+
+def test_a_stage_count_the_budget_bounds_is_blamed_on_the_budget():
+    """A transposing TMA copy at 40,000 bytes gets 2 stages (4 under the whole block): the
+    limit line blamed 'the pipeline's depth cap' because it left out the second store-side
+    box (the permute's scratch) and the stages' barriers, which the solver reserves; the
+    plan's store_buffer_bytes said one box."""
+    view = {"dtype": "bfloat16", "shape": [8192, 8192], "strides": [8192, 1]}
+    out = optimize({"op": {"kind": "copy", "src": view, "dst": {**view, "strides": [1, 8192]}},
+                    "options": {"smem_bytes": 40000, "explain": True, "max_plans": 5}})
+    tma = _plan(out, "tma")
+    smem = tma["pieces"][0]["smem"]
+    assert tma["num_stages"] == 2 and smem["store_buffer_bytes"] == 2 * smem["bytes_per_stage"]
+    line = next(x for x in tma["explain"] if x.startswith("limit: stages"))
+    assert "shared-memory budget" in line and "depth cap" not in line, line

@@ -35,6 +35,11 @@ def copy(src=None, dst=None, **extra):
     ({"op": {"kind": "gather", "src": V, "axis": 0, "index": {"count": 0}}}, "op.index.count"),
     ({"op": {"kind": "gather", "src": V, "axis": 2, "index": {"count": 4}}}, "op.axis"),
     ({"op": {"kind": "load_tile", "src": V, "tile": [64], "consumer": "rows"}}, "op.tile"),
+    # wgmma is sm_90a's: gfx942 (MFMA) and sm100 (tcgen05) got wgmma fields and no word
+    ({"target": "gfx942", "op": {"kind": "load_tile", "src": V, "tile": [64, 64], "consumer": "wgmma_a"}},
+     "op.consumer"),
+    ({"target": "sm100", "op": {"kind": "load_tile", "src": V, "tile": [64, 64], "consumer": "wgmma_b"}},
+     "op.consumer"),
     (copy(target="sm91"), "target"),
     (copy(options={"max_plans": 0}), "options.max_plans"),
     (copy(options={"timeout": 5}), "options.timeout"),

@@ -387,3 +387,22 @@ def test_an_address_in_use_stops_the_start_before_any_worker():
                            timeout=120)
     assert r.returncode == 2 and "choose a free --port" in r.stderr, r.stderr
     assert "ready:" not in r.stderr + r.stdout and "startup complete" not in r.stderr + r.stdout, r.stderr
+
+
+def test_a_worker_whose_warm_up_runs_out_of_memory_exits(monkeypatch):
+    """A MemoryError while warming up was swallowed with the warm-up's other errors: the
+    worker said ready and took jobs it had no memory for (where egglog's own allocation
+    failed first, the process aborted and the pool named the setting: it depended on which
+    allocation failed)."""
+    from legalsat.server import worker
+
+    def no_memory(*args, **kwargs):
+        raise MemoryError
+
+    sent = []
+    monkeypatch.setattr(worker, "tie_to_server", lambda: None)
+    monkeypatch.setattr(worker, "limit_memory", lambda mb: None)
+    monkeypatch.setattr(worker, "optimize", no_memory)
+    with pytest.raises(SystemExit):
+        worker.worker_main(type("Conn", (), {"send": lambda self, m: sent.append(m)})(), "sm90", 128)
+    assert sent == []

@@ -95,7 +95,10 @@ def tma_piece(r: Region, smem: int, target: Target) -> tuple[Piece, Walk]:
                                     stages=f.stages))
     tiles = tuple(elem_box.get(k, 1) for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
-    smem_layout = SmemLayout(f.tile_bytes, f.stages, swizzles[0], 0, ways[0], ways[1], store_buffer_bytes=f.tile_bytes)
+    # the store side: the box a TMA store reads from, and for a transpose the register
+    # permute's layout-conversion scratch (what the solver reserved)
+    smem_layout = SmemLayout(f.tile_bytes, f.stages, swizzles[0], 0, ways[0], ways[1],
+                             store_buffer_bytes=f.tile_bytes * (2 if tr else 1))
     return (_piece(r, Strategy.TMA, tiles, grid, 4, 16, num_stages=f.stages, descriptors=descs, smem=smem_layout,
                    pipeline=pipe), Walk(r, tiles=tiles))
 
