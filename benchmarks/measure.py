@@ -77,8 +77,10 @@ def checked_kernels(name: str, response: dict, inp, want, gluon: bool) -> tuple[
     from legalsat.testing.torch_reference import poison, same_bits
 
     out, kernels = [], []
+    from legalsat.kernels import kernel_variants
+
     for i, p in enumerate(response["plans"]):
-        for variant in ["tl", "gluon"] if p["strategy"] == "tma" and gluon else ["tl"]:
+        for variant in kernel_variants(p, gluon):
             cand = {"plan": i, "strategy": p["strategy"], "variant": variant, "term": p["term"],
                     "estimated_us": p["cost"]["estimated_us"]}
             try:

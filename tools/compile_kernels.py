@@ -33,7 +33,7 @@ def main(paths: list[Path], gemm: bool = False) -> int:
     for path in paths:
         for name, entry in json.loads(path.read_text()).items():
             for i, plan in enumerate(entry["response"]["plans"]):
-                for variant in (["tl", "gluon"] if plan["strategy"] == "tma" else ["tl"]):
+                for variant in (["tl", "gluon"] if plan["strategy"] in ("tma", "direct") else ["tl"]):
                     try:
                         em = emit(plan, variant)
                     except InputError as e:  # a plan Triton cannot express (the emitter says why)

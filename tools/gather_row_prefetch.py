@@ -7,6 +7,8 @@ against the planned index-major gather, torch.compile of the same op and a same-
 - `pf`: each program first prefetches its whole source rows into L2 (`prefetch.global.L2`, one
   per 128-byte line), so DRAM streams the rows instead of answering scattered sector reads,
   then gathers its entries; `nopf` is the same kernel without the prefetch.
+- `gluon staged`: one row a program, loaded whole with coalesced 16-byte loads (Gluon), its
+  entries picked by `gl.gather` through shared memory (compiles in under a second).
 - `--staged`: each program loads its whole source rows with coalesced loads and picks the
   entries with `tl.gather` (shared memory); with triton 3.6.0 a 4,096-element fp32 row did not
   compile within 270 s, so it is off by default.
@@ -25,6 +27,8 @@ from pathlib import Path
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
 
 from benchmarks.bench_kernels import PLANS
 from benchmarks.measure import same_size_copy, timed_together
@@ -62,6 +66,20 @@ def staged_rows_gather(src, index, out, R: tl.constexpr, W: tl.constexpr, K: tl.
     tl.store(out + r[:, None] * COUNT + k[None, :], y, mask=(k < COUNT)[None, :])
 
 
+@gluon.jit
+def gluon_rows_gather(src, index, out, W: gl.constexpr, K: gl.constexpr, COUNT: gl.constexpr, BOUND: gl.constexpr,
+                      NW: gl.constexpr):
+    """One source row a program, loaded whole with 16-byte coalesced loads; its entries picked by
+    `gl.gather` (through shared memory: the row is staged there, then read at the indices)."""
+    row = gl.program_id(0)
+    lay: gl.constexpr = gl.BlockedLayout([4], [32], [NW], [0])
+    offs = gl.arange(0, W, layout=lay)
+    x = gl.load(src + row * BOUND + offs, mask=offs < BOUND, other=0.0)
+    k = gl.arange(0, K, layout=lay)
+    iv = gl.load(index + k, mask=k < COUNT, other=0).to(gl.int32)
+    gl.store(out + row * COUNT + k, gl.gather(x, iv, 0), mask=k < COUNT)
+
+
 def _launch(kernel, programs: int, args: tuple, warps: int):
     return lambda: kernel[(programs,)](*args, num_warps=warps)
 
@@ -90,6 +108,9 @@ def main(staged: bool, rounds: int = 7) -> dict:
         variants = {f"{'pf' if pf else 'nopf'} R{r} w{w}":
                     _launch(rows_gather, rows // r, (*args, r, bound // line, line, K, count, bound, pf), w)
                     for pf in (0, 1) for r, w in SHAPES}
+        W = triton.next_power_of_2(bound)
+        variants |= {f"gluon staged w{w}": _launch(gluon_rows_gather, rows, (*args, W, K, count, bound, w), w)
+                     for w in (2, 4, 8)}
         if staged:
             variants |= {f"staged R{r} w{w}": _launch(staged_rows_gather, rows // r, (*args, r, bound, K, count, bound), w)
                          for r, w in SHAPES}
@@ -108,7 +129,51 @@ def main(staged: bool, rounds: int = 7) -> dict:
     return results
 
 
+def by_count(counts=(64, 250, 500, 1000, 2000, 4000), rows: int = 2048, bound: int = 4096, rounds: int = 7) -> dict:
+    """The index-major gather's shape (1,024 entries x 1 row, 2 warps: `nopf R1 w2`) against the
+    Gluon staged row and torch.compile, for `count` random distinct columns of `bound` fp32:
+    where a whole row's load pays (most of its sectors are read anyway) and where it does not."""
+    dev = torch.device("cuda")
+    gen = torch.Generator(device=dev).manual_seed(7)
+    src = torch.randn(rows, bound, device=dev, generator=gen)
+    W = triton.next_power_of_2(bound)
+    results = {}
+    for count in counts:
+        index = torch.randperm(bound, device=dev, generator=gen)[:count]
+        want = torch.index_select(src, 1, index)
+        out = torch.empty_like(want)
+        K = triton.next_power_of_2(count)
+        line = 128 // src.element_size()
+        fns = {"copy_": same_size_copy(2 * want.numel() * 4, dev)}
+        peer = torch.compile(lambda s, i: torch.index_select(s, 1, i), dynamic=False)
+        if same_bits(peer(src, index), want):
+            fns["torch.compile"] = lambda peer=peer, index=index: peer(src, index)
+        kernels: dict = {"index-major (planned shape)": None}
+        for w in (4, 8, 16):
+            kernels[f"gluon staged w{w}"] = _launch(gluon_rows_gather, rows, (src, index, out, W, K, count, bound, w), w)
+        if K <= 1024:
+            kernels["index-major (planned shape)"] = _launch(
+                rows_gather, rows, (src, index, out, 1, bound // line, line, K, count, bound, 0), 2)
+        else:
+            del kernels["index-major (planned shape)"]
+        for label, fn in kernels.items():
+            out.fill_(float("nan"))
+            fn()
+            if torch.equal(out, want):
+                fns[label] = fn
+            else:
+                print(f"{count}: {label} differs", flush=True)
+        ms = timed_together(list(fns.values()), repeats=rounds)
+        results[f"{count} of {bound} fp32 columns x {rows} rows"] = dict(sorted(zip(fns, ms), key=lambda t: t[1]))
+        for label, t in results[f"{count} of {bound} fp32 columns x {rows} rows"].items():
+            print(f"{count:5d} {label:28s} {t * 1000:8.2f} us", flush=True)
+    return results
+
+
 if __name__ == "__main__":
     out = Path(os.environ.get("OUT") or ".") / "gather_row_prefetch.json"
-    out.write_text(json.dumps(main("--staged" in sys.argv[1:]), indent=1) + "\n")
+    result = main("--staged" in sys.argv[1:])
+    if "--counts" in sys.argv[1:]:
+        result["by_count"] = by_count()
+    out.write_text(json.dumps(result, indent=1) + "\n")
     print("wrote", out)

@@ -39,6 +39,7 @@ def _child(responses: str, out_dir: str, start: int) -> int:
 
     from legalsat.clients.triton import build_kernel
     from legalsat.diagnostics import InputError
+    from legalsat.kernels import kernel_variants
     from legalsat.testing import tiles
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
@@ -55,7 +56,7 @@ def _child(responses: str, out_dir: str, start: int) -> int:
                 inp = make_inputs(resp, {}, "cuda", gen)
                 want = reference(inp)
             for i, p in enumerate(resp["plans"]):
-                for variant in ["tl"] + (["gluon"] if p["strategy"] == "tma" else []):
+                for variant in kernel_variants(p, True):
                     key = f"{kind} {p['strategy']}/{variant}"
                     with open(progress, "w") as pf:
                         json.dump({"n": n, "plan": i, "key": key, "request": rec["request"]}, pf)

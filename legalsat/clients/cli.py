@@ -536,7 +536,8 @@ def _emit(args: argparse.Namespace) -> int:
     sys.stdout.write(emitted.source)
     if emitted.variant != args.variant:  # asked for Gluon, given tl: said even with --quiet
         print(f"# the plan's {emitted.strategy} pieces have no Gluon form (Gluon kernels are emitted for TMA "
-              f"pieces with 2-D or wider boxes): this is its {emitted.variant} kernel", file=sys.stderr)
+              "pieces of 2-D or wider boxes of 128 bytes or more, and for gathers along an inner axis whose "
+              f"source rows are contiguous): this is its {emitted.variant} kernel", file=sys.stderr)
     if not args.quiet:
         for ln in emitted.launches:
             grid = ln.grid if ln.grid != "persistent" else f"persistent over {ln.tiles} tiles"

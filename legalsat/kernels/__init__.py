@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from legalsat.diagnostics import Code, InputError
 from legalsat.kernels.direct import emit_direct_copy, emit_direct_gather
+from legalsat.kernels.gather_gluon import GLUON_GATHER_MIN_SHARE, emit_staged_gather, staged_row_form
 from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
 from legalsat.kernels.source import HEADER_GLUON, HEADER_GLUON_WGMMA, HEADER_TL, Emitted, TileOutput
@@ -148,13 +149,36 @@ def _request_op(response_term: str | None, plan: PlanOut) -> dict | None:
 GLUON_DEFAULT_BOX_BYTES = 16384
 
 
+def kernel_variants(plan: PlanOut | dict, sm90: bool) -> list[str]:
+    """The variants `build_kernel` can run for `plan` on a GPU (sm90: Gluon's too): tl, and
+    gluon for TMA plans and for gathers with the staged-row form."""
+    plan = validate_plan(plan)
+    if not sm90:
+        return ["tl"]
+    if plan.strategy == Strategy.TMA:
+        return ["tl", "gluon"]
+    with contextlib.suppress(InputError):
+        if plan.kind == MovementKind.GATHER and emit(plan, "gluon").variant == "gluon":
+            return ["tl", "gluon"]
+    return ["tl"]
+
+
 def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
     """The variant `build_kernel` runs by default: Gluon for sm90 TMA plans that copy boxes
     straight of at least GLUON_DEFAULT_BOX_BYTES (measured faster than the tl descriptor
-    kernel on the H100), tl otherwise (for transposing TMA plans the tl kernel measured faster
-    on four of the six transposing workloads, Gluon on the two NCHW→NHWC ones by under 3%:
-    benchmarks/RESULTS.md)."""
+    kernel on the H100), and for sm90 index-major gathers with the staged-row form whose index
+    picks at least GLUON_GATHER_MIN_SHARE of a row (legalsat.kernels.gather_gluon); tl
+    otherwise (for transposing TMA plans the tl kernel measured faster on four of the six
+    transposing workloads, Gluon on the two NCHW→NHWC ones by under 3%: benchmarks/RESULTS.md)."""
     plan = validate_plan(plan)
+    if sm90 and plan.strategy == Strategy.DIRECT and plan.kind == MovementKind.GATHER and plan.gather is not None:
+        g = plan.gather  # the staged row where the index picks enough of a row (GLUON_GATHER_MIN_SHARE)
+        try:
+            staged = all(staged_row_form(word_piece(p, f"pieces[{i}]"), p, g, plan.smem_budget_bytes)
+                         for i, p in enumerate(plan.pieces))
+        except InputError:
+            return "tl"  # emit() reports what is wrong with the plan
+        return "gluon" if staged and g.index_count >= GLUON_GATHER_MIN_SHARE * g.index_bound else "tl"
     if not sm90 or plan.strategy != Strategy.TMA:
         return "tl"
     if plan.kind == MovementKind.LOAD_TILE:
@@ -226,6 +250,10 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
             raise plan_error("gather", "the gather plan has no gather fields")
         if strategy is Strategy.INSPECTOR_EXECUTOR:
             texts, launches, buffers = emit_inspector_executor(pieces, plan.gather, plan.num_warps)
+        elif strategy is Strategy.DIRECT and variant == "gluon" and all(
+                staged_row_form(wp, raw, plan.gather, plan.smem_budget_bytes) for _, wp, raw in pieces):
+            texts, launches = emit_staged_gather(pieces, plan.gather)
+            return Emitted(strategy.value, "gluon", HEADER_GLUON + "\n\n" + "\n\n".join(texts), tuple(launches))
         elif strategy is Strategy.DIRECT:
             texts, launches = emit_direct_gather(pieces, plan.gather, plan.num_warps)
         elif strategy is Strategy.SHUFFLE:

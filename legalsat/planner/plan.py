@@ -262,7 +262,7 @@ class PlanResponse:
     target: str
     planner: str
     term: str
-    status: str  # ok | infeasible
+    status: str  # ok | infeasible | incomplete
     plans: tuple[Plan, ...]
     rejected: tuple[Rejected, ...]
     saturation: SaturationReport

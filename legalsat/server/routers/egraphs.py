@@ -40,7 +40,7 @@ class EgraphDoc(BaseModel):
     request_id: str | None = Field(description="the request_id of the request that kept it")
     target: str | None = Field(description="the target it was planned for")
     term: str | None = Field(description="the request's movement term")
-    status: str | None = Field(description="the response's status: ok or infeasible")
+    status: str | None = Field(description="the response's status: ok, infeasible or incomplete")
     stop_reason: str | None = Field(description="how saturation ended: saturated, node_limit, time_limit, "
                                     "iteration_limit")
     iterations: int | None = Field(description="completed saturation rounds")

@@ -25,7 +25,8 @@ log = logging.getLogger("legalsat.server")
 
 @router.post("", response_model=None, openapi_extra=json_body(OptimizeRequest),
              responses={200: {"model": OptimizeResponse, "description": "plans, best first, or status "
-                              "infeasible with the rejected strategies' reasons"}, **ERRORS},
+                              "infeasible (or incomplete: a limit cut planning short) with the rejected "
+                              "strategies' reasons"}, **ERRORS},
              summary="Plan one data movement")
 async def optimize(request: Request, state: ServiceState = Depends(service)) -> Response:
     """Plans, best first, for a copy, gather or tile load. Identical requests are answered from
