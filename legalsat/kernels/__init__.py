@@ -25,7 +25,12 @@ from pydantic import ValidationError
 
 from legalsat.diagnostics import Code, InputError
 from legalsat.kernels.direct import emit_direct_copy, emit_direct_gather
-from legalsat.kernels.gather_gluon import GLUON_GATHER_MIN_SHARE, emit_staged_gather, staged_row_form
+from legalsat.kernels.gather_gluon import (
+    GLUON_GATHER_MIN_ROWS,
+    GLUON_GATHER_MIN_SHARE,
+    emit_staged_gather,
+    staged_row_form,
+)
 from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
 from legalsat.kernels.source import HEADER_GLUON, HEADER_GLUON_WGMMA, HEADER_TL, Emitted, TileOutput
@@ -151,15 +156,15 @@ GLUON_DEFAULT_BOX_BYTES = 16384
 
 def kernel_variants(plan: PlanOut | dict, sm90: bool) -> list[str]:
     """The variants `build_kernel` can run for `plan` on a GPU (sm90: Gluon's too): tl, and
-    gluon for TMA plans and for gathers with the staged-row form."""
+    gluon where the plan has a Gluon form (TMA pieces `gluon_box` takes, gathers with the
+    staged-row form)."""
     plan = validate_plan(plan)
     if not sm90:
         return ["tl"]
-    if plan.strategy == Strategy.TMA:
-        return ["tl", "gluon"]
-    with contextlib.suppress(InputError):
-        if plan.kind == MovementKind.GATHER and emit(plan, "gluon").variant == "gluon":
-            return ["tl", "gluon"]
+    with contextlib.suppress(InputError):  # a plan emit() refuses has no kernel of either variant
+        if plan.strategy == Strategy.TMA or plan.kind == MovementKind.GATHER:
+            if emit(plan, "gluon").variant == "gluon":
+                return ["tl", "gluon"]
     return ["tl"]
 
 
@@ -167,7 +172,7 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
     """The variant `build_kernel` runs by default: Gluon for sm90 TMA plans that copy boxes
     straight of at least GLUON_DEFAULT_BOX_BYTES (measured faster than the tl descriptor
     kernel on the H100), and for sm90 index-major gathers with the staged-row form whose index
-    picks at least GLUON_GATHER_MIN_SHARE of a row (legalsat.kernels.gather_gluon); tl
+    picks at least GLUON_GATHER_MIN_SHARE of a row, over GLUON_GATHER_MIN_ROWS rows or more (legalsat.kernels.gather_gluon); tl
     otherwise (for transposing TMA plans the tl kernel measured faster on four of the six
     transposing workloads, Gluon on the two NCHW→NHWC ones by under 3%: benchmarks/RESULTS.md)."""
     plan = validate_plan(plan)
@@ -178,7 +183,9 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
                          for i, p in enumerate(plan.pieces))
         except InputError:
             return "tl"  # emit() reports what is wrong with the plan
-        return "gluon" if staged and g.index_count >= GLUON_GATHER_MIN_SHARE * g.index_bound else "tl"
+        rows = min(word_piece(p, f"pieces[{i}]").elems for i, p in enumerate(plan.pieces)) if staged else 0
+        return "gluon" if staged and g.index_count >= GLUON_GATHER_MIN_SHARE * g.index_bound \
+            and rows >= GLUON_GATHER_MIN_ROWS else "tl"
     if not sm90 or plan.strategy != Strategy.TMA:
         return "tl"
     if plan.kind == MovementKind.LOAD_TILE:

@@ -10,7 +10,7 @@ of a row's sectors anyway, reading the row whole is faster. Measured on the H100
 columns; benchmarks/gather_row_prefetch.json): 1,000 columns 18.0 us staged (16 warps), 23.7 us
 the tl kernel, 26.4 us torch.compile; 500: 17.3 / 20.3 / 21.3; 250: 17.8 / 15.7 / 30.0; 64:
 16.3 / 8.4 / 32.0. Hence the default (`default_variant`) takes it from
-`GLUON_GATHER_MIN_SHARE` of a row's entries.
+`GLUON_GATHER_MIN_SHARE` of a row's entries, and from `GLUON_GATHER_MIN_ROWS` rows.
 """
 
 from __future__ import annotations
@@ -20,8 +20,15 @@ from legalsat.kernels.words import INT32_LIMIT, WordPiece
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import pow2_at_least
 
-# a row a program stages (its shared memory, and the registers of one load of it)
+# a row a program stages (its shared memory, and the registers of one load of it): at most
+# this many bytes and elements (a 65,536-element int8 row spilled 504 bytes a thread with 16
+# warps, compiled for sm90; 16,384-element rows of 1 to 4 bytes compile without spills)
 GLUON_ROW_MAX_BYTES = 65536
+GLUON_ROW_MAX_ELEMENTS = 16384
+# rows (programs) from which the staged row is the default: it was measured at 2,048 rows;
+# with few rows the SMs sit idle while each program loops over the whole index (a 1-D gather
+# of 1,000,000 entries from one row ran in one program)
+GLUON_GATHER_MIN_ROWS = 2048
 # entries a program picks at once (a longer index is taken in steps of this many)
 GLUON_ENTRY_STEP = 4096
 # the share of a row's elements an index should pick for the staged row to be the default: the
@@ -32,12 +39,12 @@ GLUON_GATHER_MIN_SHARE = 1 / 12
 def staged_row_form(p: WordPiece, raw: PieceOut, gather: GatherOut, smem_budget: int) -> bool:
     """Whether the index-major piece has the staged-row form: single entries (unit 1) along a
     source axis of unit stride, written as the output's contiguous run, a row (padded to a
-    power of two, as it is staged) that fits the plan's shared-memory budget and
-    GLUON_ROW_MAX_BYTES, and words of at most 8 bytes."""
-    row = pow2_at_least(gather.index_bound) * p.word  # the staged row, padded to a power of two
+    power of two, as it is staged) that fits the plan's shared-memory budget,
+    GLUON_ROW_MAX_BYTES and GLUON_ROW_MAX_ELEMENTS, and words of at most 8 bytes."""
+    width = pow2_at_least(gather.index_bound)  # the staged row, padded to a power of two
     return (len(raw.tile) == 2 and gather.unit == 1 and p.word <= 8
             and gather.src_index_stride_bytes == p.word and gather.out_index_stride_bytes == p.word
-            and row <= min(smem_budget, GLUON_ROW_MAX_BYTES))
+            and width <= GLUON_ROW_MAX_ELEMENTS and width * p.word <= min(smem_budget, GLUON_ROW_MAX_BYTES))
 
 
 def staged_row_warps(row_bytes: int) -> int:

@@ -20,7 +20,7 @@ from legalsat.planner.build import Built
 from legalsat.planner.explain import explain
 from legalsat.planner.formulation import Candidate
 from legalsat.planner.plan import Cost, Plan, PlanResponse, Rejected, Relayout
-from legalsat.planner.rank import LAUNCH_BOUND, rank_plans
+from legalsat.planner.rank import LAUNCH_BOUND, launch_key_us, rank_plans
 from legalsat.planner.reasons import why_not
 from legalsat.planner.reports import StopReason
 from legalsat.planner.request import PlanRequest
@@ -72,6 +72,16 @@ def plan_candidate(req: PlanRequest, cand: Candidate, clock: Clock) -> Plan:
                 None, built.tile_load)
 
 
+def _kept_rank_us(plans: list[Plan], keep: int, facts) -> float:
+    """What a plan must be estimated below to rank before the `keep`-th of `plans`: that plan's
+    estimate, or where launch-bound plans are ranked by their launch key, the largest such key
+    (a plan estimated below one is ranked with them: rank.ranked_launch_bound)."""
+    ranked, bound = rank_plans(plans, facts)
+    last = ranked[keep - 1]
+    keys = [launch_key_us(p, facts) for p, b in zip(ranked, bound) if b]
+    return max([last.cost.estimated_us, *keys])
+
+
 # reasons that say a limit cut planning short, not that the strategy cannot be planned
 CUT_SHORT = frozenset({Code.PLANNING_DEADLINE, Code.PROOF_BUDGET, Code.SOLVER_TIMEOUT, Code.NOT_REACHED})
 
@@ -105,10 +115,16 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     # order ranks such plans by what they add to their launch (rank.rank_plans), so it may come
     # before one already planned (a 16 x 512 transpose's first plan was shuffle, staged_smem or
     # direct as max_plans was 1, 3 or 4)
+    # Past max_plans, a candidate is planned still while it may rank before the last plan kept:
+    # the builders' estimates are never below the e-graph's (a copy's fields, a tile walk), so a
+    # candidate whose e-graph cost is past the rank of the max_plans-th plan cannot come before
+    # it (the 4096^2 fp32 transpose under 64 bytes returned its staged plan of 4 x 4 tiles at
+    # 638 us with max_plans 1, and the direct copy of 134 us first with max_plans 6)
     launch_bound_ps = LAUNCH_BOUND * req.target.cost.launch_ns * 1000  # the e-graph's costs are ps
     for k, cand in enumerate(cands):
-        if len(plans) >= req.options.max_plans and cand.cost > launch_bound_ps:  # cheapest first: none after
-            not_returned = len(cands) - k
+        if len(plans) >= req.options.max_plans and cand.cost > launch_bound_ps and \
+                cand.cost / 1e6 >= _kept_rank_us(plans, req.options.max_plans, req.target.cost):
+            not_returned = len(cands) - k  # cheapest first: none after ranks before the kept plans
             break
         if remaining_ms() == 0:  # the budget is spent: what was not reached says so
             rejected.append(Rejected(cand.strategy, cand.term, (Code.PLANNING_DEADLINE.at(

