@@ -149,44 +149,29 @@ def table(results: dict) -> str:
 
 def replanned(results: dict) -> str:
     """Markdown: the recorded kernels against the planner as it is now (re-planned here, on
-    the CPU): per workload and budget, its first plan (estimate and the time of the kernel
-    `build_kernel` runs by default), each strategy's fastest kernel (share of the same-size
-    copy), and the first plan's regret; then how far its TMA and staged estimates are from
-    the times."""
-    from legalsat.api import optimize
-    from legalsat.kernels import default_variant
-    from legalsat.testing.workloads import workloads
+    the CPU: `legalsat.testing.budget_replay`): per workload and budget, its first plan
+    (estimate and the time of the kernel `build_kernel` runs by default), each strategy's
+    fastest kernel (share of the same-size copy), and the first plan's regret; then how far its
+    TMA and staged estimates are from the times."""
+    from legalsat.testing.budget_replay import replayed
 
-    by_name = {w.name: w for w in workloads()}
     lines = ["| workload | smem_bytes | first plan: tile, estimate / measured | direct | tma | staged_smem | regret |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
     ratios = []
-    for w in results["workloads"]:
-        copy = w["copy_same_size_ms"] * 1e3
-        measured = {json.dumps([k["strategy"], k["variant"], k["tiles"]]): k["ms"] * 1e3
-                    for k in w["kernels"] if "ms" in k}
-        for budget in dict.fromkeys(x["budget"] for k in w["kernels"] for x in k["planned"]):
-            req = by_name[w["name"]].request()
-            if budget != "block":
-                req["options"]["smem_bytes"] = int(budget)
-            timed = []
-            for p in optimize(req)["plans"]:
-                us = measured.get(json.dumps([p["strategy"], default_variant(p, True),
-                                              [pc["tile"] for pc in p["pieces"]]]))
-                timed.append((p, us))
-                if us and p["strategy"] in ("tma", "staged_smem"):
-                    ratios.append(p["cost"]["estimated_us"] / us)
-            best = {}
-            for p, us in timed:
-                if us and us < best.get(p["strategy"], float("inf")):
-                    best[p["strategy"]] = us
-            first, first_us = timed[0]
-            cells = [f"{best[s]:.0f} us ({copy / best[s]:.2f})" if s in best else "–"
-                     for s in ("direct", "tma", "staged_smem")]
-            regret = f"{first_us / min(best.values()):.3f}" if first_us and best else "–"
-            lines.append(f"| {w['name']} | {budget} | {first['strategy']} {first['pieces'][0]['tile']}, "
-                         f"{first['cost']['estimated_us']:.0f} / {first_us or float('nan'):.0f} us | "
-                         + " | ".join(cells) + f" | {regret} |")
+    for r in replayed(results):
+        best: dict[str, float] = {}
+        for p, us in r.plans:
+            if us and p["strategy"] in ("tma", "staged_smem"):
+                ratios.append(p["cost"]["estimated_us"] / us)
+            if us and us < best.get(p["strategy"], float("inf")):
+                best[p["strategy"]] = us
+        first, first_us = r.plans[0]
+        cells = [f"{best[s]:.0f} us ({r.copy_us / best[s]:.2f})" if s in best else "–"
+                 for s in ("direct", "tma", "staged_smem")]
+        regret = f"{first_us / min(best.values()):.3f}" if first_us and best else "–"
+        lines.append(f"| {r.workload} | {r.budget} | {first['strategy']} {first['pieces'][0]['tile']}, "
+                     f"{first['cost']['estimated_us']:.0f} / {first_us or float('nan'):.0f} us | "
+                     + " | ".join(cells) + f" | {regret} |")
     ratios.sort()
     if ratios:
         within = sum(1 / 1.25 <= r <= 1.25 for r in ratios)

@@ -74,11 +74,10 @@ def checked_kernels(name: str, response: dict, inp, want, gluon: bool) -> tuple[
     import torch
 
     from legalsat.clients.triton import build_kernel
+    from legalsat.kernels import kernel_variants
     from legalsat.testing.torch_reference import poison, same_bits
 
     out, kernels = [], []
-    from legalsat.kernels import kernel_variants
-
     for i, p in enumerate(response["plans"]):
         for variant in kernel_variants(p, gluon):
             cand = {"plan": i, "strategy": p["strategy"], "variant": variant, "term": p["term"],

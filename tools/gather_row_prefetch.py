@@ -172,7 +172,9 @@ def by_count(counts=(64, 250, 500, 1000, 2000, 4000), rows: int = 2048, bound: i
 
 if __name__ == "__main__":
     out = Path(os.environ.get("OUT") or ".") / "gather_row_prefetch.json"
-    result = main("--staged" in sys.argv[1:])
+    from benchmarks.environment import gpu_environment
+
+    result = {"env": gpu_environment(torch.device("cuda")), **main("--staged" in sys.argv[1:])}
     if "--counts" in sys.argv[1:]:
         result["by_count"] = by_count()
     out.write_text(json.dumps(result, indent=1) + "\n")

@@ -149,8 +149,8 @@ def _request_op(response_term: str | None, plan: PlanOut) -> dict | None:
 
 # a straight TMA copy's box from which its Gluon pipeline is the default: measured on the H100
 # (benchmarks/bench_budget.py, BSHD→BHSD 8×32×4096×128 bf16 under options.smem_bytes), boxes of
-# 16 and 32 KiB ran 2-3.5% faster in the Gluon pipeline than in the tl kernel; boxes of 8 KiB
-# and less up to 6.2x slower
+# 16 and 32 KiB ran 0.1-3.2% faster in the Gluon pipeline than in the tl kernel (budget_results.json
+# and budget_heldout_results.json); boxes of 8 KiB and less 1.4% to 6.8x slower
 GLUON_DEFAULT_BOX_BYTES = 16384
 
 

@@ -29,6 +29,7 @@ from legalsat.kernels.source import Launch, decompose, program_id, tile_index
 from legalsat.kernels.words import WordPiece, transposed_dims
 from legalsat.schemas.plan import PieceOut
 from legalsat.terms.integers import cdiv
+from legalsat.terms.movement import SKEW_SECTOR_BYTES, sector_skewable
 
 
 def tile_axes(p: WordPiece, tile: tuple[int, ...]) -> list[int]:
@@ -54,9 +55,6 @@ def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     return "\n".join(lines) + "\n", ti.tiles
 
 
-SECTOR_BYTES = 32
-
-
 def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | None:
     """(a, b, sector words) when destination rows are misaligned (pitch not a multiple of
     16 bytes) and the tile can be skewed: its destination run spans whole sectors and more
@@ -65,10 +63,10 @@ def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | No
     if tr is None or p.lanes > 1:
         return None
     a, b = tr
-    sector = SECTOR_BYTES // p.word
-    if (p.dims[a].dst * p.word) % 16 == 0 or tile[b] <= sector or tile[b] % sector:
+    sector = SKEW_SECTOR_BYTES // p.word
+    if (p.dims[a].dst * p.word) % 16 == 0 or not sector_skewable(tile[b] * p.word, p.dims[b].extent, tile[b]):
         return None
-    if any(t > 1 for k, t in enumerate(tile) if k not in (a, b)) or p.dims[b].extent <= tile[b]:
+    if any(t > 1 for k, t in enumerate(tile) if k not in (a, b)):
         return None
     return a, b, sector
 

@@ -299,6 +299,18 @@ def moved_elements(m: Movement) -> int:
     return m.src.numel
 
 
+# what a skewed staged tile aligns each destination row's segment to (a DRAM/L2 sector)
+SKEW_SECTOR_BYTES = 32
+
+
+def sector_skewable(run_bytes: int, extent: int, tile: int) -> bool:
+    """Whether a staged tile whose destination rows are misaligned can be skewed: its
+    destination run (`tile` elements, `run_bytes`) spans more than one whole sector and the
+    dim (`extent`) is longer than the tile. The planner (the stores it promises) and the
+    kernels (the tile they emit) share this one reading."""
+    return run_bytes > SKEW_SECTOR_BYTES and run_bytes % SKEW_SECTOR_BYTES == 0 and extent > tile
+
+
 def transposed_pair(dims) -> tuple[int, int] | None:
     """(a, b) over dims given as (extent, src stride, dst stride): the first dim contiguous in
     src only and the first contiguous in dst only, or None when the copy does not transpose.

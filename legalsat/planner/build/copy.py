@@ -18,11 +18,10 @@ from legalsat.protocols.synth import TmaPipelineSpec
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.integers import cdiv
-from legalsat.terms.movement import Copy, relaid_out, transposed_pair
+from legalsat.terms.movement import Copy, relaid_out, sector_skewable, transposed_pair
 from legalsat.terms.strategy import Strategy
 
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
-SKEW_SECTOR_BYTES = 32  # what a skewed staged tile aligns each destination row's segment to
 
 
 # programs per SM a small piece is split into (its blocks or tiles shrink, down to a floor)
@@ -149,7 +148,7 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     loads = max(r.eb, min(16, f.tile_a * r.eb, _aligned(r, "src", a)))
     if plain_stores:
         stores = r.eb
-    elif not small and misaligned_rows and _skewable(r, a, b, f.tile_b):
+    elif not small and misaligned_rows and r.eb <= 8 and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b):
         # the skewed tile starts each destination row's segment on a sector of its own
         # (legalsat.kernels.staged): the rows' pitch and offsets do not limit its vectors, the
         # base's alignment does
@@ -165,8 +164,7 @@ class FieldsCost:
     """What a copy's core piece's fields make of the e-graph's estimate (which assumes the
     strategy's full share): its bytes at `share` permille of that, and never less than
     `programs_us` (its waves of programs over the SMs past the first, at `CostFacts.program_ns`
-    each). `why` says
-    where the share comes from, in words."""
+    each). `why` says where the share comes from, in words."""
 
     share: int
     why: str
@@ -183,9 +181,10 @@ def fields_cost(core: Piece, target: Target) -> FieldsCost | None:
     """A TMA or staged core piece's `FieldsCost` (None for other strategies): a transposing
     TMA box by the runs its store writes (`CostFacts.tma_dst_run`), a staged tile by its bytes
     (`CostFacts.staged_tile`). Measured on the H100 under options.smem_bytes from 1 KiB up
-    (`benchmarks/bench_budget.py`): 8 x 64 bf16 boxes (16-byte store runs) ran at 0.32 of the
-    copy bandwidth where 64 x 64 ran at 0.91, 1 KiB staged tiles at 0.82-0.85 where 32 KiB ran
-    at 0.97-0.99, and 8 x 8 boxes took 636 us for 128 MiB, 80 ns per box per SM."""
+    (`benchmarks/bench_budget.py`, benchmarks/budget_results.json): 8 x 64 bf16 boxes (16-byte
+    store runs) ran at 0.32 of the copy bandwidth where 64 x 64 ran at 0.91, 1 KiB staged tiles
+    at 0.80-0.87 where 32 KiB ones ran at 0.94-1.00, and 8 x 8 boxes took 636 us for 128 MiB,
+    80 ns per box per SM."""
     c = target.cost
     programs = prod(core.grid)
     # the launch's own time covers one wave of programs (launch-bound plans are ranked by
@@ -225,13 +224,6 @@ def fields_us(pieces: list[Piece], egraph_us: float, moved_bytes: int, target: T
     launch = target.cost.launch_ns * 1e-3
     bytes_us = max(egraph_us - launch, 0.0) * (1 + frac * (1000 / fc.share - 1))
     return max(egraph_us, launch + bytes_us, launch + fc.programs_us)
-
-
-def _skewable(r: Region, a: int, b: int, tile_b: int) -> bool:
-    """Whether the staged kernel skews this tile (`legalsat.kernels.staged.skew_shape`): its
-    destination run spans more than one whole 32-byte sector and the dim is longer than it."""
-    run, sector = tile_b * r.eb, SKEW_SECTOR_BYTES
-    return r.eb <= 8 and run > sector and run % sector == 0 and r.dims[b][0] > tile_b
 
 
 def _aligned(r: Region, side: str, contiguous: int) -> int:

@@ -1,0 +1,69 @@
+"""The H100 runs of `benchmarks/bench_budget.py` against the planner as it is now: each
+recorded workload and budget planned again, each plan paired with the measured time of the
+kernel `build_kernel` runs for it by default (what `benchmarks.bench_budget report` tabulates
+and `tests/planner/test_copy_fields.py` checks)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+RECORDED = Path(__file__).resolve().parents[2] / "benchmarks"
+RUNS = ("budget_results.json", "budget_heldout_results.json")
+
+
+def measured_key(strategy: str, variant: str, tiles: list) -> str:
+    """What a recorded kernel is found by: its strategy, variant and pieces' tiles."""
+    return json.dumps([strategy, variant, tiles])
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """One workload under one budget: its plans now, best first, each with its kernel's
+    measured time in us (None where that kernel was not measured), and the same-size copy's."""
+
+    workload: str
+    budget: str
+    plans: tuple[tuple[dict, float | None], ...]
+    copy_us: float
+
+
+def measured(workload: dict) -> dict[str, float]:
+    """A recorded workload's kernels' times in us by `measured_key`."""
+    return {measured_key(k["strategy"], k["variant"], k["tiles"]): k["ms"] * 1e3 for k in workload["kernels"]
+            if "ms" in k}
+
+
+def budgets(workload: dict) -> list[str]:
+    """The budgets a recorded workload was planned under, in the run's order."""
+    return list(dict.fromkeys(x["budget"] for k in workload["kernels"] for x in k["planned"]))
+
+
+def replay(workload: dict, budget: str) -> Replayed:
+    """`workload` (a run's record) planned now under `budget` ("block": the target's whole)."""
+    from legalsat.api import optimize
+    from legalsat.kernels import default_variant
+    from legalsat.testing.workloads import workloads
+
+    req = next(w for w in workloads() if w.name == workload["name"]).request()
+    if budget != "block":
+        req["options"]["smem_bytes"] = int(budget)
+    times = measured(workload)
+    plans = tuple((p, times.get(measured_key(p["strategy"], default_variant(p, True), [pc["tile"] for pc in p["pieces"]])))
+                  for p in optimize(req)["plans"])
+    return Replayed(workload["name"], budget, plans, workload["copy_same_size_ms"] * 1e3)
+
+
+def replayed(results: dict) -> Iterator[Replayed]:
+    """Every workload and budget of one recorded run, planned now."""
+    for w in results["workloads"]:
+        for budget in budgets(w):
+            yield replay(w, budget)
+
+
+def recorded_runs() -> Iterator[tuple[str, dict]]:
+    """(file name, results) of the recorded runs."""
+    for name in RUNS:
+        yield name, json.loads((RECORDED / name).read_text())
