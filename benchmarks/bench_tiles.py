@@ -298,7 +298,8 @@ def calibrate(results_path: Path, *more: Path) -> None:
     from legalsat.targets.sm90 import SM90
 
     results = json.loads(results_path.read_text())
-    rows = [r for path in (results_path, *more) for r in json.loads(path.read_text())["rows"] if r.get("walk_ms")]
+    runs = [results] + [json.loads(path.read_text()) for path in more]
+    rows = [r for run in runs for r in run["rows"] if r.get("walk_ms")]
     tma = [r for r in rows if r["strategy"] == "tma"]
     us = np.array([1e3 * r["walk_ms"] for r in tma])
     mb = np.array([r["tiles"] * r["tile_bytes"] / 1e6 for r in tma])

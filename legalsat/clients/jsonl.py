@@ -267,7 +267,7 @@ def _ignore_interrupts() -> None:
     forkserver lived on, holding the command's stdout open, so a pipeline around it never ended."""
     import signal
 
-    from legalsat.server.worker import tie_to_server
+    from legalsat.server.lifetime import tie_to_server
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tie_to_server()

@@ -50,8 +50,11 @@ TORCH_OF = {"uint8": torch.uint8, "int8": torch.int8, "bool": torch.bool, "float
             "float8_e5m2fnuz": torch.float8_e5m2fnuz, "complex64": torch.complex64}
 
 
-def _described(t: torch.Tensor) -> str:
-    """What a tensor argument is, for a refusal: dtype, shape, strides where not contiguous, device."""
+def _described(t: object) -> str:
+    """What a tensor argument is, for a refusal: dtype, shape, strides where not contiguous, device
+    (what else it is, for an argument that is no tensor)."""
+    if not isinstance(t, torch.Tensor):
+        return "None" if t is None else f"a {type(t).__name__}"
     strides = "" if t.is_contiguous() else f" strides {list(t.stride())}"
     return f"{t.dtype} of shape {list(t.shape)}{strides} on {t.device}"
 
@@ -291,8 +294,9 @@ class Kernel:
                              f"{self.plan.pieces[0].element_bytes}-byte ones", "pass the tensor the plan was made for")
         # an extent-1 dim's stride addresses nothing (only its index 0 is read): torch sets such
         # strides as it likes (unsqueeze, a [1, n] row of a larger tensor), so they are not compared
-        if view is not None and (list(t.shape) != list(view["shape"]) or any(
-                n > 1 and a != b for n, a, b in zip(view["shape"], t.stride(), view["strides"]))):
+        # (the strides compared whole first: the per-dim loop only where they differ)
+        if view is not None and (list(t.shape) != list(view["shape"]) or (list(t.stride()) != view["strides"] and any(
+                n > 1 and a != b for n, a, b in zip(view["shape"], t.stride(), view["strides"])))):
             raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
                              f"is for shape {view['shape']} strides {view['strides']}",
                              "pass the view the plan was made for, or plan this view")

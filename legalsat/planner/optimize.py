@@ -30,7 +30,9 @@ from legalsat.terms.strategy import Strategy
 
 # Part of every plan-cache key: a new version never serves an older version's plans. /12: no TMA
 # store of partial 16-byte rows (tma_store_row), not_reached reasons, explain's launch and limit lines.
-# /13: the wgmma_unreadable warning, and "why not TMA" without a box no request named.
+# /13: the wgmma_unreadable warning, and "why not TMA" without a box no request named. /14: a
+# re-calibration; /15: launch-bound candidates past max_plans, staged vectors, short wgmma A
+# tiles, inspector estimates; /16: tile walk estimates re-fitted.
 # /17: estimates of a copy's solved fields, staged tiles within any budget, status incomplete.
 PLANNER_VERSION = "legalsat-planner/17"
 

@@ -87,14 +87,17 @@ class _Slot:
         self.proc: mp.process.BaseProcess | None = None
         self.conn = None
         self.busy_since: float | None = None
+        self.start_error: WorkerStartError | None = None
+        self.timed_out = False  # its last start ran out of time (not retried: it would wait as long again)
         self.thread = threading.Thread(target=self._loop, name=f"legalsat-slot-{index}", daemon=True)
 
     def spawn_once(self) -> None:
-        """`spawn`, a failure left for the pool's retry to surface (not a thread's traceback)."""
+        """`spawn`, a failure kept (`start_error`) for the pool to retry or surface (not a
+        thread's traceback)."""
         try:
             self.spawn()
-        except WorkerStartError:
-            pass
+        except WorkerStartError as e:
+            self.start_error = e
 
     def spawn(self) -> None:
         parent, child = self.pool.ctx.Pipe()
@@ -110,6 +113,7 @@ class _Slot:
         if not parent.poll(self.pool.start_timeout_s):
             proc.kill()
             proc.join()
+            self.timed_out = True
             raise WorkerStartError(f"worker {self.index} did not start within {self.pool.start_timeout_s} s",
                                    "start fewer workers (LEGALSAT_WORKERS) on a machine this loaded")
         try:
@@ -228,8 +232,10 @@ class WorkerPool:
         for t in starters:
             t.join()
         for s in self.slots:
+            if s.proc is None and s.timed_out:
+                raise s.start_error  # a second start would wait its timeout again
             if s.proc is None:
-                s.spawn()  # surfaces the start-up error
+                s.spawn()  # one retry of a worker that exited while starting; surfaces its error
             s.thread.start()
 
     def submit(self, kind: str, payload: dict, deadline: float, grace_s: float = 0.0) -> Future:

@@ -23,6 +23,7 @@ from legalsat.api import optimize, verify_pipeline
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.planner.reports import StopReason
 from legalsat.schemas.base import compact_json, model_json
+from legalsat.server.lifetime import tie_to_server
 
 Answer = tuple[int, bytes, dict]
 
@@ -101,33 +102,6 @@ def run_job(kind: str, payload: dict, budget_ms: int | None = None) -> Answer:
         return 422, compact_json(Code.MEMORY_LIMIT.error().to_dict()), {}
     except Exception as e:  # noqa: BLE001 - a planner bug must come back as an answer
         return 500, compact_json({"error": internal_error(e).to_error()}), {"traceback": traceback.format_exc(limit=20)}
-
-
-def tie_to_server() -> None:
-    """Die with the service (or `legalsat batch`, whose pool workers call it too), even
-    mid-job: a worker's parent is the forkserver, which exits once no process holds its
-    'alive' pipe; the worker lets go of its copy (only the service holds one then) and asks the
-    kernel for SIGKILL when its parent exits (Linux PR_SET_PDEATHSIG), so kill -9 of the service
-    takes the forkserver and every worker with it."""
-    import ctypes
-    import os
-    import signal
-    import sys
-    from multiprocessing import forkserver
-
-    server = forkserver._forkserver
-    fd = getattr(server, "_forkserver_alive_fd", None)
-    if fd is not None:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-        server._forkserver_alive_fd = None
-    if sys.platform.startswith("linux"):
-        parent = os.getppid()
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the request took effect
-            os._exit(1)
 
 
 def limit_memory(memory_mb: int | None) -> None:

@@ -14,17 +14,11 @@ from math import prod
 
 import torch
 
-from legalsat.clients.triton import WORD_DTYPE
+from legalsat.clients.triton import TORCH_OF, WORD_DTYPE
 from legalsat.terms.integers import cdiv, span
 from legalsat.terms.sexpr import op_from_sexp
 
-TORCH_DTYPES = {"uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32, "int32": torch.int32,
-                "uint64": torch.uint64, "int64": torch.int64, "float16": torch.float16, "int8": torch.int8,
-                "int16": torch.int16, "bool": torch.bool, "float8_e4m3fn": torch.float8_e4m3fn,
-                "float8_e5m2": torch.float8_e5m2, "float8_e4m3fnuz": torch.float8_e4m3fnuz,
-                "float8_e5m2fnuz": torch.float8_e5m2fnuz, "complex64": torch.complex64,
-                "bfloat16": torch.bfloat16, "float32": torch.float32, "float64": torch.float64,
-                "tfloat32": torch.float32, "float32_ftz": torch.float32, "tfloat32_ftz": torch.float32}
+TORCH_DTYPES = TORCH_OF  # the client's table: every element type a view may name
 POISON = 0xA5
 
 

@@ -282,6 +282,10 @@ def test_a_call_with_the_wrong_arguments_is_named(client, monkeypatch):
     src = torch.zeros(100, 64, dtype=torch.bfloat16)
     index, out = torch.zeros(77, dtype=torch.int64), torch.empty(77, 64, dtype=torch.bfloat16)
     _refused(lambda: gather_k(src, index, out, group=index), "group")
+    # a grouped gather's group as a list (not a tensor) raised AttributeError describing it
+    grouped = build_kernel(optimize({"op": {"kind": "gather", "src": view("bfloat16", (100, 64)), "axis": 0,
+                                            "index": {"count": 77, "distribution": "clustered", "groups": 4}}}))
+    assert "a list" in _refused(lambda: grouped(src, index, out, group=[0] * 77), "group")
 
 
 def test_a_response_without_plans_is_described_by_its_own_status(client):

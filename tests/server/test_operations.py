@@ -408,3 +408,17 @@ def test_a_worker_whose_warm_up_runs_out_of_memory_exits(monkeypatch):
     with pytest.raises(SystemExit):
         worker.worker_main(type("Conn", (), {"send": lambda self, m: sent.append(m)})(), "sm90", 128)
     assert sent == []
+
+
+def test_a_worker_that_does_not_start_in_time_is_not_waited_for_twice(monkeypatch):
+    """A worker start that ran out of the pool's start timeout was started once more and waited
+    for as long again (120 s twice by default) before the error was said."""
+    from legalsat.server.pool import WorkerPool, WorkerStartError, _Slot
+
+    spawns = []
+    spawn = _Slot.spawn
+    monkeypatch.setattr(_Slot, "spawn", lambda self: (spawns.append(self.index), spawn(self))[1])
+    pool = WorkerPool(1, 4, start_timeout_s=0.01)  # no worker warms up in 10 ms
+    with pytest.raises(WorkerStartError) as e:
+        pool.start()
+    assert "did not start within" in e.value.message and spawns == [0]

@@ -17,7 +17,7 @@ from legalsat.planner.solve import Infeasible, solve_linear, solve_tma_box, solv
 from legalsat.protocols.synth import TmaPipelineSpec
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
-from legalsat.terms.integers import cdiv
+from legalsat.terms.integers import cdiv, gcd_all, lowbit
 from legalsat.terms.movement import Copy, relaid_out, sector_skewable, transposed_pair
 from legalsat.terms.strategy import Strategy
 
@@ -231,10 +231,7 @@ def _aligned(r: Region, side: str, contiguous: int) -> int:
     its base alignment, the piece's offset and, in bytes, the strides of its other dims."""
     align, offset = (r.src_align, r.src_offset) if side == "src" else (r.dst_align, r.dst_offset)
     strides = [(s if side == "src" else d) * r.eb for k, (n, s, d) in enumerate(r.dims) if k != contiguous and n > 1]
-    g = 16
-    for x in (align, offset, *strides):
-        g = gcd(g, x)
-    return g
+    return lowbit(gcd_all((align, offset, *strides)), 16)
 
 
 def build_copy(form: Formulation, smem: int, target: Target) -> tuple[list[Piece], list[Walk]]:
