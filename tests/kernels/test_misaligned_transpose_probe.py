@@ -1,0 +1,43 @@
+"""tools/misaligned_transpose_probe.py's class tile: bit-exact into misaligned rows of every
+class count (interpreter), and its stores away from the edges whole 16-byte vectors (sm90)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.kernels.client import require_client
+from tools.misaligned_transpose_probe import class_kernel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("na,nb,pitch", [(24, 37, 37), (40, 45, 46), (19, 70, 75), (16, 33, 36)])
+def test_the_class_tile_is_bit_exact_into_misaligned_rows(monkeypatch, na, nb, pitch):
+    require_client()
+    import torch
+
+    from legalsat.clients.triton import load_module
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    text, grid = class_kernel(na, nb, na, pitch, ta=16, tb=16)
+    fn = load_module("import triton\nimport triton.language as tl\n\n" + text).class_tile
+    src = torch.randn(nb, na).to(torch.bfloat16)
+    dst = torch.full((na * pitch,), float("nan"), dtype=torch.bfloat16)
+    fn[(grid,)](src, dst)
+    got = dst.view(na, pitch)
+    assert torch.equal(got[:, :nb].view(torch.int16), src.t().contiguous().view(torch.int16))
+    assert got[:, nb:].isnan().all()  # nothing past a row's end
+
+
+def test_the_class_tile_stores_whole_vectors_away_from_the_edges():
+    require_client()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not interpreted
+    r = subprocess.run([sys.executable, "-c", "from tools.misaligned_transpose_probe import sm90_ptx; "
+                        "print(sm90_ptx().count('st.global.v4.b32'))"], capture_output=True, cwd=ROOT, text=True,
+                       env=env, timeout=600)
+    assert r.returncode == 0 and int(r.stdout.split()[-1]) > 0, r.stderr[-2000:]

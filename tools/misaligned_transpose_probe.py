@@ -1,0 +1,120 @@
+"""Another kernel for a transpose into misaligned destination rows (the 50257 x 4096 bf16
+transpose: a destination pitch of 50257 elements starts each row at its own 2-byte offset),
+measured against the planned skewed tile (`legalsat.kernels.staged`) and a same-size copy_.
+
+    python -m tools.misaligned_transpose_probe   # on the GPU machine; writes $OUT/misaligned_transpose_probe.json
+
+`class tile`: the destination rows fall into classes of equal misalignment (row a's start is
+a * pitch elements; rows a = e mod G, G = 16 bytes over gcd(16, pitch bytes), share it). Each
+program takes one class at a time: it loads that class's source columns from source rows
+shifted by the class's misalignment, so every store is whole 16-byte vectors and no source row
+is loaded twice (the skewed tile loads a sector of extra rows and shifts them with `tl.gather`).
+The price is on the load side: a class's columns lie G elements apart in the source, so each
+load is one element wide.
+
+Two other forms are not expressible, so not measured: a TMA store per class (a descriptor over
+each class's rows is legal to encode, but a box must start on 16 bytes along the innermost dim:
+`benchmarks/RESULTS.md`, "Where a TMA box may start"), and a Gluon tile that shifts each class
+while reading shared memory (a shared-memory subview must start at a multiple of its own
+extent, Triton 3.6's `memdesc_subslice`).
+
+Every variant is checked bit-exact against PyTorch and timed in interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from math import gcd
+from pathlib import Path
+
+from legalsat.terms.integers import cdiv
+
+WORKLOAD = "transpose 50257×4096 bf16"
+SHAPES = ((128, 64, 4), (64, 128, 4), (128, 128, 8), (256, 64, 8), (64, 64, 4), (128, 32, 4))  # (TA, TB, warps)
+
+
+def class_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, tb: int, word: int = 2) -> tuple[str, int]:
+    """Source and program count of the class tile: dst[a, b] (row pitch `pitch`, `na` rows of
+    `nb`) = src[b, a] (row pitch `sb`), `ta` destination rows and `tb` columns a program."""
+    al = 16 // word  # elements of a 16-byte vector
+    g = al // gcd(al, pitch % al) if pitch % al else 1  # rows a class repeats after
+    shift = [(e * pitch) % al for e in range(g)]
+    nbt = cdiv(nb + al - 1, tb)
+    lines = ["@triton.jit\ndef class_tile(src, dst):", "    pid = tl.program_id(0)",
+             f"    tb = pid % {nbt}", f"    ti = pid // {nbt}", f"    b0 = tb * {tb}", f"    a0 = ti * {ta}",
+             f"    j = tl.arange(0, {tb})", f"    m = tl.arange(0, {ta // g})",
+             f"    inner = (tb >= 1) & (b0 + {tb} <= {nb}) & (a0 + {ta} <= {na})"]
+    for e in range(g):
+        lines += [f"    bs = b0 - {shift[e]} + j", f"    ac = a0 + m * {g} + {e}",
+                  f"    so = bs[:, None] * {sb} + ac[None, :]",
+                  f"    do = tl.multiple_of(ac * {pitch} + b0 - {shift[e]}, {al})",
+                  "    if inner:", "        tl.store(dst + do[None, :] + j[:, None], tl.load(src + so))",
+                  "    else:", f"        mk = ((bs >= 0) & (bs < {nb}))[:, None] & (ac < {na})[None, :]",
+                  "        tl.store(dst + do[None, :] + j[:, None], tl.load(src + so, mask=mk), mask=mk)"]
+    return "\n".join(lines) + "\n", nbt * cdiv(na, ta)
+
+
+def sm90_ptx(ta: int = 128, tb: int = 64, warps: int = 4) -> str:
+    """The PTX of the workload's class tile compiled for sm90 (no GPU needed), its pointers
+    taken 16-byte aligned as Triton specializes them at launch."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
+
+    from legalsat.clients.triton import load_module
+
+    text, _ = class_kernel(4096, 50257, 4096, 50257, ta, tb)
+    fn = load_module("import triton\nimport triton.language as tl\n\n" + text).class_tile
+    aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
+    k = triton.compile(ASTSource(fn, {"src": "*bf16", "dst": "*bf16"}, constexprs={}, attrs=aligned),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    return k.asm["ptx"]
+
+
+def main() -> list[dict]:
+    import torch
+
+    from benchmarks.bench_kernels import PLANS
+    from benchmarks.measure import same_size_copy, timed_together
+    from legalsat.clients.triton import build_kernel, load_module
+
+    dev = torch.device("cuda")
+    nb, na = 50257, 4096
+    src = torch.randn(nb, na, device=dev).to(torch.bfloat16)
+    want = src.t().contiguous()
+    fns, names = [], []
+    for ta, tb, warps in SHAPES:
+        text, grid = class_kernel(na, nb, na, nb, ta, tb)
+        fn = load_module("import triton\nimport triton.language as tl\n\n" + text).class_tile
+        dst = torch.full((na, nb), float("nan"), device=dev, dtype=torch.bfloat16)
+        fn[(grid,)](src, dst, num_warps=warps)
+        exact = torch.equal(dst.view(torch.int16), want.view(torch.int16))
+        print(f"class tile {ta}x{tb} w{warps}: exact {exact}", flush=True)
+        if exact:
+            fns.append(lambda fn=fn, grid=grid, dst=dst, w=warps: fn[(grid,)](src, dst, num_warps=w))
+            names.append(f"class tile TA={ta} TB={tb} warps={warps}")
+    planned = build_kernel(json.loads(PLANS.read_text())[WORKLOAD]["response"], variant="tl")
+    out = torch.empty(na, nb, device=dev, dtype=torch.bfloat16).t()
+    planned(src, out)
+    assert torch.equal(out.t().contiguous().view(torch.int16), want.view(torch.int16)), "the planned kernel"
+    fns.append(lambda: planned(src, out))
+    names.append("planned skewed tile")
+    fns.append(same_size_copy(2 * src.numel() * src.element_size(), dev))
+    names.append("same-size copy_")
+    ms = timed_together(fns)
+    rows = [{"kernel": n, "us": round(t * 1e3, 1), "copy_ratio": round(ms[-1] / t, 3)} for n, t in zip(names, ms)]
+    for r in rows:
+        print(f"{r['kernel']:40s} {r['us']:8.1f} us  {r['copy_ratio']:.3f} of the copy", flush=True)
+    return rows
+
+
+if __name__ == "__main__":
+    import torch
+
+    from benchmarks.environment import gpu_environment
+
+    rows = main()
+    result = {"env": gpu_environment(torch.device("cuda")), "workload": WORKLOAD, "kernels": rows}
+    path = Path(os.environ.get("OUT", ".")) / "misaligned_transpose_probe.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
