@@ -32,13 +32,8 @@ ELEMENTS = frozenset({"float16", "bfloat16", "float32", "float32_ftz", "tfloat32
 K_BITS = 256  # one instruction's K extent, in bits: 16 x 16-bit, 8 x tf32, 32 x 8-bit
 INTEGER_ELEMENTS = frozenset({"int8", "uint8"})
 # the widths of the element types the tensor core reads: words of another width (fp64, int64,
-# complex64) hold no wgmma operand under any name, so a tile of them is refused as a request
-# error; words of these widths may hold a readable type moved as raw words (fp32 bits as int32),
-# so such a tile gets a plan and a `wgmma_unreadable` warning to name consumer.element
+# complex64) hold no wgmma operand under any name
 READ_BITS = frozenset({8, 16, 32})
-# element types of a readable width whose values no wgmma reads (other encodings of its 8-bit
-# floats): a tile of them is no wgmma operand, whatever its layout
-MISREAD_ELEMENTS = frozenset({"float8_e4m3fnuz", "float8_e5m2fnuz"})
 
 
 def instruction_ns(element: str) -> tuple[int, ...]:

@@ -171,3 +171,25 @@ def test_a_broadcast_operand_is_refused_for_its_broadcast_not_its_swizzle():
     w = out["warnings"][0]
     assert w["code"] == "wgmma_unreadable" and w["field"] == "op.src.strides[0]" and "broadcast" in w["message"]
     assert "contiguous()" in w["fix"]
+
+
+@pytest.mark.parametrize("dtype,element,field,says", [
+    ("complex64", None, "op.src.dtype", "64-bit complex64"),
+    ("float8_e4m3fnuz", None, "op.consumer.element", "not float8_e4m3fnuz"),
+    ("float64", None, "op.src.dtype", "64-bit float64"),
+    ("int64", "float64", "op.consumer.element", "64-bit float64"),
+    ("int32", None, "op.consumer.element", "not int32"),
+])
+def test_every_element_type_wgmma_does_not_read_gets_the_tile_and_the_warning(dtype, element, field, says):
+    """complex64 and gfx942's fp8 were refused as request errors while fp64 and int32 got the
+    tile and a warning: one rule now, as CuTe's TMA tests use it (an fp64 tile landed in
+    wgmma's MN-major 128-byte swizzle atom, which no wgmma reads). The warning names the field
+    behind it, and says whether a type of the words' width could be read."""
+    consumer = {"kind": "wgmma_a", "major": "mn", **({"element": element} if element else {})}
+    resp = legalsat.optimize({"op": {"kind": "load_tile", "src": {"dtype": dtype, "shape": [32, 16],
+                                                                  "strides": [1, 32]},
+                                     "tile": [16, 8], "consumer": consumer}})
+    plan = resp["plans"][0]
+    assert plan["strategy"] == "tma" and plan["tile_load"]["wgmma"] is None
+    (w,) = [w for w in resp["warnings"] if w["code"] == "wgmma_unreadable"]
+    assert w["field"] == field and says in w["message"] and w["fix"]

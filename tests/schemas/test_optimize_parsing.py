@@ -40,12 +40,6 @@ def copy(src=None, dst=None, **extra):
      "op.consumer"),
     ({"target": "sm100", "op": {"kind": "load_tile", "src": V, "tile": [64, 64], "consumer": "wgmma_b"}},
      "op.consumer"),
-    # words no wgmma reads under any name: refused alike (fp64 got a plan and a warning,
-    # complex64 a refusal)
-    *[({"op": {"kind": "load_tile", "src": {**V, "dtype": dt}, "tile": [64, 64], "consumer": "wgmma_a"}},
-       "op.src.dtype") for dt in ("float64", "int64", "complex64", "float8_e4m3fnuz")],
-    ({"op": {"kind": "load_tile", "src": {**V, "dtype": "int64"}, "tile": [64, 64],
-             "consumer": {"kind": "wgmma_b", "element": "float64"}}}, "op.consumer.element"),
     (copy(target="sm91"), "target"),
     (copy(options={"max_plans": 0}), "options.max_plans"),
     (copy(options={"timeout": 5}), "options.timeout"),

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from legalsat.analyses.tile_layouts import stage_read_ways
-from legalsat.analyses.wgmma import ELEMENTS, K_BITS, base_offset, instruction_ns, operand_fields
+from legalsat.analyses.wgmma import ELEMENTS, K_BITS, READ_BITS, base_offset, instruction_ns, operand_fields
 from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.build.common import checked, pipeline, placeholder_address
 from legalsat.planner.formulation import Formulation
@@ -144,8 +144,15 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
     element = spec.element or m.src.dtype
     eb = layout.element_bytes
     if element.name not in ELEMENTS:
+        named = "op.consumer.element" if spec.element is not None else "op.src.dtype"
+        if element.storage_bits not in READ_BITS:  # no readable type has these words' width
+            return unreadable(named, f"the tensor core reads 8-, 16- and 32-bit operands (f16, bf16, tf32, e4m3, "
+                              f"e5m2, s8, u8), not {element.storage_bits}-bit {element.name}: the tile is loaded "
+                              "in the layout asked for, but no wgmma reads it", "convert the operand to a type "
+                              "wgmma reads, or load the tile for a rows or cols consumer")
         return unreadable("op.consumer.element", f"the tensor core reads f16, bf16, tf32, e4m3, e5m2, s8 and u8 "
-                          f"operands, not {element.name}", "set consumer.element to the type the instruction reads")
+                          f"operands, not {element.name}", "set consumer.element to the type the instruction reads "
+                          "(the bits may be one moved as raw words), or convert the operand to one")
     contiguous = {k for k, mult in layout.dims[0].parts if mult == 1} if layout.dims else set()
     col_major = Major.K if is_a else Major.MN  # which operand dim the matrix's columns are
     if mat.col_dim in contiguous:
