@@ -61,7 +61,7 @@ def verify(built: Built) -> Proof:
     budget (raises Infeasible `proof_budget` when it does not finish in it).
 
     islpy counts operations, not time, and how many it does a millisecond differs from proof
-    to proof (a rank-8 permute's ran at several times ISL_OPERATIONS_PER_MS). A proof that
+    to proof (a rank-8 permute's ran faster than ISL_OPERATIONS_PER_MS assumes). A proof that
     spends its operations with time left is tried again, with what is left at the rate it just
     ran (each try gets more operations than the last, or the proof is out of budget): the
     budget is time, whatever the proof's rate."""

@@ -1,7 +1,8 @@
 """Built e-graph pages and documents, kept in the service's process for the next GET.
 
-A kept e-graph's page is built by a worker from the stored snapshot (seconds for the largest:
-a breadth-first walk over every e-node); a page is a pure function of the e-graph (ids are
+A kept e-graph's page is built by a worker from the stored snapshot (2.7 s for one of
+79,175 e-nodes on the 2-core machine, benchmarks/egraph_fetch_results.json: a breadth-first walk
+over every e-node); a page is a pure function of the e-graph (ids are
 never reused) and of the view's settings, so a refresh or a second reader is answered from
 here. Bounded by bytes (LEGALSAT_EGRAPH_PAGES_BYTES), least recently used first out; the
 routes check that the e-graph is still kept before answering from it.

@@ -49,7 +49,7 @@ def test_islpy_out_of_budget_is_proof_budget(monkeypatch):
 
 def test_a_proof_that_outruns_the_operation_rate_is_retried_at_its_own_rate(monkeypatch):
     """islpy's budget is operations, its rate differs from proof to proof: a rank-8 permute's
-    proofs ran at several times ISL_OPERATIONS_PER_MS, and with 300 ms its plans were refused
+    proofs ran faster than ISL_OPERATIONS_PER_MS assumes, and with 300 ms its plans were refused
     `proof_budget` after 150 ms (half the budget unused) while 350 ms planned them. A proof
     that spends its operations with time left is retried at the rate it ran."""
     req = parse_request(RANK8)

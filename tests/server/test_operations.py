@@ -349,7 +349,7 @@ def test_a_kept_egraphs_page_is_built_by_a_worker_and_head_builds_none():
 
 
 def test_a_worker_that_runs_out_of_memory_while_starting_names_the_setting(monkeypatch, capsys):
-    """LEGALSAT_WORKER_MEMORY_MB=256 was accepted, its worker died warming up (about 280 MiB of
+    """LEGALSAT_WORKER_MEMORY_MB=256 was accepted, its worker died warming up (264 MiB of
     data), and `legalsat serve` told the user to choose a free --port. The setting's floor is
     512 now; a pool whose worker dies while starting says so and names the setting, and the
     command line passes that on."""
