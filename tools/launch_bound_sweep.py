@@ -13,6 +13,9 @@ one candidate's time by up to 15 % between runs of the benchmark).
         # -> benchmarks/launch_bound_heldout_cases.json
     python -m tools.launch_bound_sweep --cases benchmarks/launch_bound_heldout_cases.json --cudagraph
         # GPU: the same sweep over those (writes launch_bound_heldout[_cudagraph].json)
+    python -m tools.launch_bound_sweep --peer [--cudagraph]
+        # GPU: the 517 x 33 transpose's plans next to torch.compile of the same op
+        # (writes launch_bound_peer[_cudagraph].json)
 
 Prints, per case, each candidate's median time in each process and how often it was fastest.
 What the planner's `plan_rank` does with launch-bound plans rests on this. `--cudagraph` times
@@ -40,15 +43,20 @@ def sweep_entries(cases: Path | None) -> dict:
     return entries
 
 
-def one_process(rounds: int, graph: bool = False, cases: Path | None = None) -> dict:
+def one_process(rounds: int, graph: bool = False, cases: Path | None = None, peer: bool = False) -> dict:
+    """Every plan of each entry (`peer`: of the 517 x 33 transpose only, with torch.compile of
+    the same op), bit-exact, timed together in `rounds` interleaved rounds (`graph`: from CUDA
+    graphs)."""
     import torch
 
     from benchmarks.measure import timed_together
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+    from legalsat.testing.torch_reference import compiled_peer, make_inputs, poison, reference, same_bits
 
     dev = torch.device("cuda")
     entries = sweep_entries(cases)
+    if peer:
+        entries = {k: v for k, v in entries.items() if "517×33" in k}
     out = {}
     for name, e in entries.items():
         resp = e["response"]
@@ -64,10 +72,17 @@ def one_process(rounds: int, graph: bool = False, cases: Path | None = None) -> 
                 raise AssertionError(f"{name}: {p['strategy']} differs from PyTorch")
             labels.append(f"{i}:{p['strategy']}")
             fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
+        estimated = [p["cost"]["estimated_us"] for p in resp["plans"]]
+        if peer:  # compiled (and checked) before it is timed
+            compiled = compiled_peer(inp)
+            if not same_bits(compiled(), want):
+                raise AssertionError(f"{name}: torch.compile differs from PyTorch")
+            labels.append("torch.compile")
+            fns.append(compiled)
+            estimated.append(None)
         try:
             ms = timed_together(fns, repeats=rounds, graph=graph)
-            out[name] = {"plans": labels, "estimated_us": [p["cost"]["estimated_us"] for p in resp["plans"]],
-                         "us": [round(t * 1000, 3) for t in ms]}
+            out[name] = {"plans": labels, "estimated_us": estimated, "us": [round(t * 1000, 3) for t in ms]}
         except Exception as err:  # noqa: BLE001 - a plan that syncs with the host (an inspector) cannot be captured
             out[name] = {"plans": labels, "error": f"{type(err).__name__}: {str(err)[:200]}"}
         del inp, want, fns
@@ -208,17 +223,18 @@ def main() -> None:
         args = argv[1:]
         plan_heldout(option(args, "--seed", 7), option(args, "--count", 24))
         return
-    graph = "--cudagraph" in argv
+    graph, peer = "--cudagraph" in argv, "--peer" in argv
     cases = Path(argv[argv.index("--cases") + 1]) if "--cases" in argv else None
     if argv and argv[0] == "--one":
-        print(json.dumps(one_process(int(argv[1]), graph, cases)))
+        print(json.dumps(one_process(int(argv[1]), graph, cases, peer)))
         return
     args = list(argv)
     procs, rounds = option(args, "--processes", 3), option(args, "--rounds", 31)
     runs = in_fresh_processes("tools.launch_bound_sweep", ["--one", str(rounds), *(["--cudagraph"] if graph else []),
+                                                           *(["--peer"] if peer else []),
                                                            *(["--cases", str(cases)] if cases else [])], procs)
     out = Path(os.environ.get("OUT", "."))
-    stem = "launch_bound_heldout" if cases else "launch_bound_sweep"
+    stem = "launch_bound_heldout" if cases else "launch_bound_peer" if peer else "launch_bound_sweep"
     name = f"{stem}_cudagraph.json" if graph else f"{stem}.json"
     (out / name).write_text(json.dumps(runs, indent=1) + "\n")
     print(f"\n{'case':44s} {'plan':22s} {'est us':>7s}  measured us per process        fastest")
@@ -229,7 +245,9 @@ def main() -> None:
         wins = [min(range(len(r[name]["us"])), key=lambda i: r[name]["us"][i]) for r in runs]
         for i, label in enumerate(first["plans"]):
             times = " ".join(f"{r[name]['us'][i]:7.2f}" for r in runs)
-            print(f"{name[:44]:44s} {label:22s} {first['estimated_us'][i]:7.2f}  {times}   {wins.count(i)}/{len(runs)}")
+            est = first["estimated_us"][i]
+            print(f"{name[:44]:44s} {label:22s} {'-' if est is None else f'{est:.2f}':>7}  {times}   "
+                  f"{wins.count(i)}/{len(runs)}")
 
 
 if __name__ == "__main__":
