@@ -170,7 +170,7 @@ def run_stream(f: BinaryIO, out: BinaryIO, job: ChunkJob, make_handler: Callable
     n = done = 0
     pending: deque[_Chunk] = deque()
     make_pool = executor or (lambda: ProcessPoolExecutor(workers, mp_context=mp.get_context(start_method),
-                                                         initializer=_ignore_interrupts))
+                                                         initializer=_worker_start))
     pool = make_pool()
     generation = 0  # pools started so far, less one: a chunk broken on an older pool did not break this one
 
@@ -259,18 +259,21 @@ class _Chunk:
     attempts: int = 0
 
 
-def _ignore_interrupts() -> None:
+def _worker_start() -> None:
     """A worker leaves Ctrl-C (SIGINT to the whole process group) to the parent, which stops
     it: a worker interrupted inside the pool's result queue would hold its lock and hang the
     parent's shutdown. And it dies with the parent, as the service's workers do: after kill -9
     (a build farm's timeout, the OOM killer) or SIGHUP of `legalsat batch`, its workers and the
-    forkserver lived on, holding the command's stdout open, so a pipeline around it never ended."""
+    forkserver lived on, holding the command's stdout open, so a pipeline around it never ended.
+    It plans on one thread: it is one worker of one per CPU (`legalsat.planner.threads`)."""
     import signal
 
+    from legalsat.planner.threads import one_planner_thread
     from legalsat.server.lifetime import tie_to_server
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tie_to_server()
+    one_planner_thread()
 
 
 def _stop(pool: Executor) -> None:

@@ -45,7 +45,13 @@ def _ray():
 
 
 class _ChunkActor:
-    """One warm process: runs chunk jobs (module-level functions, as for a process pool)."""
+    """One warm process: runs chunk jobs (module-level functions, as for a process pool), on
+    one planner thread (an actor takes one CPU: `legalsat.planner.threads`)."""
+
+    def __init__(self):
+        from legalsat.planner.threads import one_planner_thread
+
+        one_planner_thread()
 
     def run(self, job, first: int, lines: list[bytes]) -> bytes:
         return job(first, lines)

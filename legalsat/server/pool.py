@@ -122,7 +122,7 @@ class _Slot:
             proc.join()
             raise WorkerStartError(
                 f"worker {self.index} exited during start-up (exit code {proc.exitcode})",
-                f"raise LEGALSAT_WORKER_MEMORY_MB ({self.pool.memory_mb} MiB now; a worker holds about 265 MiB of "
+                f"raise LEGALSAT_WORKER_MEMORY_MB ({self.pool.memory_mb} MiB now; a worker holds 264 MiB of "
                 "data once warmed up, and exits so when it runs out while warming up)" if self.pool.memory_mb
                 else "see the worker's error logged above") from None
         self.proc, self.conn = proc, parent

@@ -19,9 +19,9 @@ import traceback
 import uuid
 from collections.abc import Callable
 
-from legalsat.api import optimize, verify_pipeline
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.planner.reports import StopReason
+from legalsat.planner.threads import one_planner_thread
 from legalsat.schemas.base import compact_json, model_json
 from legalsat.server.lifetime import tie_to_server
 
@@ -35,6 +35,8 @@ WARM_UP = {"op": {"kind": "copy",
 
 
 def _optimize(payload: dict, budget_ms: int | None = None) -> Answer:
+    from legalsat.api import optimize  # egglog loads after `prepare` set its threads
+
     # what is left of the server's deadline when the job starts (the pool's budget) and what
     # this worker's memory holds cap the request's own limits
     out = optimize(payload, max_timeout_ms=budget_ms, max_node_limit=_NODE_CAP)
@@ -66,6 +68,8 @@ def ran_out_of_time(out: dict) -> bool:
 
 
 def _verify_pipeline(payload: dict, budget_ms: int | None = None) -> Answer:
+    from legalsat.api import verify_pipeline
+
     return 200, model_json(verify_pipeline(payload)), {}  # bounded by its work bound, not a clock
 
 
@@ -139,19 +143,32 @@ def node_cap(memory_mb: int, resident: int) -> int:
     return max(1000, ((memory_mb << 20) - resident) // 2 // BYTES_PER_ENODE)
 
 
-def worker_main(conn, target: str, memory_mb: int | None = None, egraph_max_bytes: int | None = None) -> None:
-    """Process entry point: tie its life to the service, cap its memory, warm up, say ready,
-    then answer jobs until told to stop (None) or the pipe closes."""
-    global _NODE_CAP, _EGRAPH_MAX_BYTES
-    _EGRAPH_MAX_BYTES = egraph_max_bytes
-    tie_to_server()
+def prepare(target: str, memory_mb: int | None = None) -> None:
+    """What a worker does before it takes jobs: one planner thread (it is one worker of one per
+    CPU), its data capped at `memory_mb`, the target's rulesets warmed up. A worker that cannot
+    warm up within its limit cannot plan: it exits (SystemExit 1 for a MemoryError; an
+    allocation inside egglog aborts the process), and the pool names the setting."""
+    one_planner_thread()
+    # egglog loads (and starts its thread) before the cap: a thread pool started under a tight
+    # RLIMIT_DATA spun in the kernel for minutes instead of failing
+    from legalsat.api import optimize
+
     limit_memory(memory_mb)
     try:
         optimize({**WARM_UP, "target": target})
-    except MemoryError:  # a worker that cannot warm up within its memory limit cannot plan: exit, so the
-        raise SystemExit(1) from None  # pool says so and names the setting (an allocation in egglog aborts alike)
+    except MemoryError:
+        raise SystemExit(1) from None
     except Exception:  # noqa: BLE001 - an unknown default target only loses the warm-up
         pass
+
+
+def worker_main(conn, target: str, memory_mb: int | None = None, egraph_max_bytes: int | None = None) -> None:
+    """Process entry point: tie its life to the service, prepare, say ready, then answer jobs
+    until told to stop (None) or the pipe closes."""
+    global _NODE_CAP, _EGRAPH_MAX_BYTES
+    _EGRAPH_MAX_BYTES = egraph_max_bytes
+    tie_to_server()
+    prepare(target, memory_mb)
     if memory_mb:
         _NODE_CAP = node_cap(memory_mb, _resident_bytes())
     conn.send("ready")
