@@ -34,7 +34,7 @@ from legalsat.terms.strategy import Strategy
 # re-calibration; /15: launch-bound candidates past max_plans, staged vectors, short wgmma A
 # tiles, inspector estimates; /16: tile walk estimates re-fitted.
 # /17: estimates of a copy's solved fields, staged tiles within any budget, status incomplete.
-PLANNER_VERSION = "legalsat-planner/17"
+PLANNER_VERSION = "legalsat-planner/18"
 
 
 class Clock:

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from legalsat.analyses.overlap import overlaps
-from legalsat.analyses.wgmma import INTEGER_ELEMENTS, instruction_ns
+from legalsat.analyses.wgmma import ELEMENTS, INTEGER_ELEMENTS, instruction_ns
 from legalsat.diagnostics import Code, Diagnostic, InputError
 from legalsat.planner.request import PlanOptions, PlanRequest
 from legalsat.schemas.base import Strict, json_input, shown_int
@@ -283,8 +283,8 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
         raise _bad("op.consumer", f"major and instruction describe wgmma operands, not a {kind.value} consumer",
                    "drop them, or use wgmma_a / wgmma_b")
     instruction = tuple(c.instruction) if c.instruction is not None else None
-    if instruction is not None:
-        read = element or src.dtype
+    read = element or src.dtype
+    if instruction is not None and read.name in ELEMENTS:  # of another type: the plan's warning says why
         bits, ns = read.storage_bits, instruction_ns(read.name)
         m, n, k = instruction
         if m != 64 or n not in ns or k * bits != 256:
