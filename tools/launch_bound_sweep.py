@@ -225,6 +225,8 @@ def main() -> None:
         return
     graph, peer = "--cudagraph" in argv, "--peer" in argv
     cases = Path(argv[argv.index("--cases") + 1]) if "--cases" in argv else None
+    if peer and cases:
+        sys.exit("--peer times the 517 x 33 transpose of the benchmark against torch.compile; leave out --cases")
     if argv and argv[0] == "--one":
         print(json.dumps(one_process(int(argv[1]), graph, cases, peer)))
         return

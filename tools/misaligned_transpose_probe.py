@@ -39,12 +39,17 @@ def class_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, tb: int, word: 
     `nb`) = src[b, a] (row pitch `sb`), `ta` destination rows and `tb` columns a program."""
     al = 16 // word  # elements of a 16-byte vector
     g = al // gcd(al, pitch % al) if pitch % al else 1  # rows a class repeats after
+    # the stores' 16-byte hint holds when every program starts a class's rows and its columns
+    # on a vector: a0 * pitch and b0 multiples of `al`
+    if ta % g or (ta // g) & (ta // g - 1) or tb % al or tb & (tb - 1):
+        raise ValueError(f"a {ta} x {tb} tile: ta must be a power-of-two multiple of the {g} classes and tb a "
+                         f"power of two of whole {al}-element vectors")
     shift = [(e * pitch) % al for e in range(g)]
     nbt = cdiv(nb + al - 1, tb)
     lines = ["@triton.jit\ndef class_tile(src, dst):", "    pid = tl.program_id(0)",
-             f"    tb = pid % {nbt}", f"    ti = pid // {nbt}", f"    b0 = tb * {tb}", f"    a0 = ti * {ta}",
+             f"    bt = pid % {nbt}", f"    at = pid // {nbt}", f"    b0 = bt * {tb}", f"    a0 = at * {ta}",
              f"    j = tl.arange(0, {tb})", f"    m = tl.arange(0, {ta // g})",
-             f"    inner = (tb >= 1) & (b0 + {tb} <= {nb}) & (a0 + {ta} <= {na})"]
+             f"    inner = (bt >= 1) & (b0 + {tb} <= {nb}) & (a0 + {ta} <= {na})"]
     for e in range(g):
         lines += [f"    bs = b0 - {shift[e]} + j", f"    ac = a0 + m * {g} + {e}",
                   f"    so = bs[:, None] * {sb} + ac[None, :]",

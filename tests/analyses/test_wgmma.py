@@ -181,10 +181,11 @@ def test_a_broadcast_operand_is_refused_for_its_broadcast_not_its_swizzle():
     ("int32", None, "op.consumer.element", "not int32"),
 ])
 def test_every_element_type_wgmma_does_not_read_gets_the_tile_and_the_warning(dtype, element, field, says):
-    """complex64 and gfx942's fp8 were refused as request errors while fp64 and int32 got the
-    tile and a warning: one rule now, as CuTe's TMA tests use it (an fp64 tile landed in
-    wgmma's MN-major 128-byte swizzle atom, which no wgmma reads). The warning names the field
-    behind it, and says whether a type of the words' width could be read."""
+    """A wgmma operand tile of any element type the tensor core does not read is loaded in the
+    layout asked for (CuTe's TMA tests land an fp64 tile in wgmma's MN-major 128-byte swizzle
+    atom, which no wgmma reads) with the `wgmma_unreadable` warning, not refused (complex64 and
+    gfx942's fp8 were request errors). The warning names the field behind it, and says whether a
+    type of the words' width could be read."""
     consumer = {"kind": "wgmma_a", "major": "mn", **({"element": element} if element else {})}
     resp = legalsat.optimize({"op": {"kind": "load_tile", "src": {"dtype": dtype, "shape": [32, 16],
                                                                   "strides": [1, 32]},

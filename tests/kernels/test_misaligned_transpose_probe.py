@@ -16,7 +16,7 @@ from tools.misaligned_transpose_probe import class_kernel
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.parametrize("na,nb,pitch", [(24, 37, 37), (40, 45, 46), (19, 70, 75), (16, 33, 36)])
+@pytest.mark.parametrize("na,nb,pitch", [(24, 37, 37), (40, 45, 46), (19, 70, 75), (16, 33, 36), (16, 40, 40)])
 def test_the_class_tile_is_bit_exact_into_misaligned_rows(monkeypatch, na, nb, pitch):
     require_client()
     import torch
@@ -40,4 +40,12 @@ def test_the_class_tile_stores_whole_vectors_away_from_the_edges():
     r = subprocess.run([sys.executable, "-c", "from tools.misaligned_transpose_probe import sm90_ptx; "
                         "print(sm90_ptx().count('st.global.v4.b32'))"], capture_output=True, cwd=ROOT, text=True,
                        env=env, timeout=600)
-    assert r.returncode == 0 and int(r.stdout.split()[-1]) > 0, r.stderr[-2000:]
+    # one vector store a thread for each of the 8 classes of rows (pitch 50257: 8 alignments)
+    assert r.returncode == 0 and int(r.stdout.split()[-1]) == 8, r.stderr[-2000:]
+
+
+def test_a_tile_the_alignment_hint_would_not_hold_for_is_refused():
+    with pytest.raises(ValueError, match="power-of-two multiple of the 8 classes"):
+        class_kernel(4096, 50257, 4096, 50257, ta=4, tb=64)
+    with pytest.raises(ValueError, match="whole 8-element vectors"):
+        class_kernel(4096, 50257, 4096, 50257, ta=128, tb=4)
