@@ -12,8 +12,8 @@ against the planned index-major gather, torch.compile of the same op and a same-
   entries picked by `gl.gather` through shared memory (compiles in under a second).
 - `--staged`: each program loads its whole source rows with coalesced loads and picks the
   entries with `tl.gather` (shared memory); with triton 3.6.0 one 4,096-element fp32 row a
-  program (1,000 entries, 2 warps) took 230 s to compile for sm90 on the 2-core development
-  machine (`--compile-staged`), so it is off by default.
+  program (1,000 entries, 2 warps) took 215 s to compile for sm90 on the 2-core development
+  machine (`--compile-staged`: benchmarks/staged_gather_compile.json), so it is off by default.
 
 Every variant is checked bit-exact against PyTorch and timed in interleaved rounds.
 """
