@@ -404,7 +404,7 @@ def test_a_worker_whose_warm_up_runs_out_of_memory_exits(monkeypatch):
     sent = []
     monkeypatch.setattr(worker, "tie_to_server", lambda: None)
     monkeypatch.setattr(worker, "limit_memory", lambda mb: None)
-    monkeypatch.setattr(worker, "optimize", no_memory)
+    monkeypatch.setattr("legalsat.api.optimize", no_memory)  # the worker takes it when it starts
     with pytest.raises(SystemExit):
         worker.worker_main(type("Conn", (), {"send": lambda self, m: sent.append(m)})(), "sm90", 128)
     assert sent == []
