@@ -1,14 +1,15 @@
 """What a planning worker holds once warmed up, and the least LEGALSAT_WORKER_MEMORY_MB it
 warms up under.
 
-    python -m benchmarks.bench_worker_memory [--target sm90]   # writes $OUT/worker_memory.json
+    python -m benchmarks.bench_worker_memory [--target sm90]   # writes benchmarks/worker_memory.json
+                                                               # ($OUT/worker_memory.json when OUT is set)
 
-Each measurement is a fresh process that runs the worker's own start-up
-(`legalsat.server.worker.prepare`: one planner thread, its data capped with RLIMIT_DATA, the
-warm-up request planned) and reports its data segment (VmData, what RLIMIT_DATA counts), its
-resident peak and its threads. The least limit is found by bisection over whole MiB between 64
-and 2048. For comparison, the same warm-up without the one-thread start-up and egglog's pool
-at 128 threads (what a 128-CPU host gives it by default).
+Each measurement starts the service's own worker pool (`legalsat.server.pool.WorkerPool`, one
+worker: forkserver, start-up, warm-up) in a fresh process and reads the worker's data segment
+(VmData, what its RLIMIT_DATA counts), resident peak and threads. The least limit is bisected
+over whole MiB between 64 and 2048. For comparison, a bare process that plans the warm-up
+request with the native pools at their defaults (numpy's OpenBLAS: a thread per CPU, less
+one), as a worker did before its pools were held to one thread, and with OpenBLAS at one.
 """
 
 from __future__ import annotations
@@ -20,16 +21,26 @@ import subprocess
 import sys
 from pathlib import Path
 
-_CHILD = """
+_POOL_CHILD = """
 import json, sys
-limit, target, threads = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-if threads == "worker":
-    from legalsat.server.worker import prepare
-    prepare(target, limit or None)
-else:
-    from legalsat.api import optimize
-    from legalsat.server.worker import WARM_UP
-    optimize({**WARM_UP, "target": target})
+from legalsat.server.pool import WorkerPool, WorkerStartError
+pool = WorkerPool(1, 1, target=sys.argv[2], memory_mb=int(sys.argv[1]) or None, start_timeout_s=300)
+try:
+    pool.start()
+except WorkerStartError:
+    sys.exit(3)
+status = dict(line.split(":", 1) for line in open(f"/proc/{pool.slots[0].proc.pid}/status") if ":" in line)
+pool.close()
+kib = lambda k: int(status[k].split()[0])
+print(json.dumps({"vm_data_mib": round(kib("VmData") / 1024, 1), "rss_peak_mib": round(kib("VmHWM") / 1024, 1),
+                  "threads": int(status["Threads"])}))
+"""
+
+_BARE_CHILD = """
+import json, sys
+from legalsat.api import optimize
+from legalsat.server.worker import WARM_UP
+optimize({**WARM_UP, "target": sys.argv[2]})
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
 kib = lambda k: int(status[k].split()[0])
 print(json.dumps({"vm_data_mib": round(kib("VmData") / 1024, 1), "rss_peak_mib": round(kib("VmHWM") / 1024, 1),
@@ -37,22 +48,20 @@ print(json.dumps({"vm_data_mib": round(kib("VmData") / 1024, 1), "rss_peak_mib":
 """
 
 
-def warm(limit_mib: int, target: str = "sm90", pool_threads: int | None = None) -> tuple[int, dict | None]:
-    """(exit status, the warmed-up figures or None) of a fresh process that runs the worker's
-    start-up under `limit_mib` (0: no limit); with `pool_threads`, the warm-up alone with
-    egglog's pool at that many threads instead. A worker that cannot warm up within its limit
-    exits 1 (a MemoryError) or is aborted (-6: an allocation inside egglog)."""
-    env = dict(os.environ)
-    if pool_threads is not None:
-        env["RAYON_NUM_THREADS"] = str(pool_threads)
-    r = subprocess.run([sys.executable, "-c", _CHILD, str(limit_mib), target,
-                        "worker" if pool_threads is None else "pool"], capture_output=True, text=True,
-                       timeout=600, env=env)
+def warm(limit_mib: int, target: str = "sm90", env: dict[str, str] | None = None,
+         bare: bool = False) -> tuple[int, dict | None]:
+    """(exit status, the warmed-up worker's figures or None) of a fresh process that starts the
+    service's pool of one worker with `limit_mib` (0: no limit), with `env` added to its
+    environment; a worker that cannot warm up within its limit makes the pool's start fail
+    (exit 3). `bare`: a process that plans the warm-up request itself instead (no pool, no
+    limit)."""
+    r = subprocess.run([sys.executable, "-c", _BARE_CHILD if bare else _POOL_CHILD, str(limit_mib), target],
+                       capture_output=True, text=True, timeout=600, env={**os.environ, **(env or {})})
     return r.returncode, json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else None
 
 
 def least_limit(target: str) -> int:
-    """The least whole MiB the worker's start-up warms up under."""
+    """The least whole MiB the pool's worker warms up under."""
     lo, hi = 64, 2048  # lo fails, hi warms up
     if warm(lo, target)[1] is not None or warm(hi, target)[1] is None:
         sys.exit(f"the bracket {lo}..{hi} MiB does not hold the least limit")
@@ -70,9 +79,10 @@ def main() -> None:
     args = ap.parse_args()
     result = {"machine": f"{os.uname().machine}, {usable_cpus()} usable CPUs, Python {sys.version.split()[0]}",
               "target": args.target, "worker": warm(0, args.target)[1], "least_limit_mib": least_limit(args.target),
-              "egglog_pool_128_threads": warm(0, args.target, pool_threads=128)[1]}
-    out = Path(os.environ.get("OUT", ".")) / "worker_memory.json"
-    out.write_text(json.dumps(result, indent=1) + "\n")
+              "bare_process": warm(0, args.target, bare=True)[1],
+              "bare_process_one_blas_thread": warm(0, args.target, {"OPENBLAS_NUM_THREADS": "1"}, bare=True)[1]}
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent
+    (out / "worker_memory.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))
 
 

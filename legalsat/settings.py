@@ -98,8 +98,8 @@ class Settings(BaseSettings):
     workers: int = Field(default_factory=lambda: min(256, usable_cpus()), ge=1, le=256,
                          description="worker processes for CPU-bound work (default: the CPUs the process "
                                      "may use: its affinity mask capped by its cgroup CPU quota)")
-    # a warmed-up worker holds 264 MiB of data before it plans anything, on one planner thread
-    # whatever the host's CPUs, and warms up under no less than 265 (benchmarks/worker_memory.json)
+    # a warmed-up worker holds 225 MiB of data before it plans anything, whatever the host's CPUs
+    # (its native pools run one thread), and starts under no less (benchmarks/worker_memory.json)
     worker_memory_mb: int = Field(default_factory=_default_worker_memory_mb, ge=512, le=1 << 20,
                                   description="memory (data) a planning worker may hold, MiB; a request needing "
                                               "more is answered memory_limit (default: 3/4 of the machine's, or "

@@ -265,15 +265,15 @@ def _worker_start() -> None:
     parent's shutdown. And it dies with the parent, as the service's workers do: after kill -9
     (a build farm's timeout, the OOM killer) or SIGHUP of `legalsat batch`, its workers and the
     forkserver lived on, holding the command's stdout open, so a pipeline around it never ended.
-    It plans on one thread: it is one worker of one per CPU (`legalsat.planner.threads`)."""
+    Its native pools run one thread: it is one worker of one per CPU (`legalsat.planner.threads`)."""
     import signal
 
-    from legalsat.planner.threads import one_planner_thread
+    from legalsat.planner.threads import one_thread_pools
     from legalsat.server.lifetime import tie_to_server
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     tie_to_server()
-    one_planner_thread()
+    one_thread_pools()
 
 
 def _stop(pool: Executor) -> None:

@@ -46,12 +46,12 @@ def _ray():
 
 class _ChunkActor:
     """One warm process: runs chunk jobs (module-level functions, as for a process pool), on
-    one planner thread (an actor takes one CPU: `legalsat.planner.threads`)."""
+    one thread in each native pool (an actor takes one CPU: `legalsat.planner.threads`)."""
 
     def __init__(self):
-        from legalsat.planner.threads import one_planner_thread
+        from legalsat.planner.threads import one_thread_pools
 
-        one_planner_thread()
+        one_thread_pools()
 
     def run(self, job, first: int, lines: list[bytes]) -> bytes:
         return job(first, lines)

@@ -1,25 +1,27 @@
-"""How many threads a process's e-graphs run on.
+"""The native thread pools of a planning process.
 
-egglog saturates on a thread pool of one thread per usable CPU, started when its bindings
-load. A process that is one of a pool of one per CPU (the service's workers, `legalsat
-batch`'s, Ray's actors) runs its requests one at a time, so the pool's other threads only
-oversubscribe the machine, and their stacks count against a worker's memory limit (about
-2 MiB of data a thread: `python -m benchmarks.bench_worker_memory`).
+A planning process loads two libraries that start a thread pool as they load: numpy's
+OpenBLAS (a thread per CPU, less one, up to 64: 40 MiB of data each) and egglog (one thread,
+or as many as RAYON_NUM_THREADS says: about 2 MiB each). The planner does no BLAS work and saturates one e-graph at a time,
+and its processes come one per CPU (the service's workers, `legalsat batch`'s, Ray's
+actors), so the pools' other threads only take memory: memory a worker's limit (RLIMIT_DATA)
+counts, and that a worker forked from the service's forkserver inherits from it (the
+forkserver loads numpy) without the threads. How much: `python -m
+benchmarks.bench_worker_memory` (benchmarks/worker_memory.json).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 
-# the variable egglog's thread pool (Rust's rayon) reads when it starts
-POOL_THREADS_VAR = "RAYON_NUM_THREADS"
+# what each pool reads, once, when its library loads: egglog's (Rust's rayon), numpy's OpenBLAS,
+# and an OpenMP BLAS's
+POOL_THREADS_VARS = ("RAYON_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
 
 
-def one_planner_thread() -> bool:
-    """Run this process's saturations on one thread. Takes effect only before egglog's
-    bindings load (they start the pool): returns whether it did."""
-    if "egglog.bindings" in sys.modules:
-        return False
-    os.environ[POOL_THREADS_VAR] = "1"
-    return True
+def one_thread_pools() -> None:
+    """One thread in each native pool that a library of this process loads from here on, and
+    of every process this one starts from here on. For a pool of planning processes: call
+    before its forkserver or its first worker starts."""
+    for var in POOL_THREADS_VARS:
+        os.environ[var] = "1"

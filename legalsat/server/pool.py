@@ -27,6 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from legalsat.planner.threads import one_thread_pools
+
 log = logging.getLogger("legalsat.pool")
 
 PRELOAD = ["legalsat.planner.build", "legalsat.planner.reasons", "legalsat.schemas.convert", "legalsat.schemas.optimize",
@@ -122,7 +124,7 @@ class _Slot:
             proc.join()
             raise WorkerStartError(
                 f"worker {self.index} exited during start-up (exit code {proc.exitcode})",
-                f"raise LEGALSAT_WORKER_MEMORY_MB ({self.pool.memory_mb} MiB now; a worker holds 264 MiB of "
+                f"raise LEGALSAT_WORKER_MEMORY_MB ({self.pool.memory_mb} MiB now; a worker holds 225 MiB of "
                 "data once warmed up, and exits so when it runs out while warming up)" if self.pool.memory_mb
                 else "see the worker's error logged above") from None
         self.proc, self.conn = proc, parent
@@ -219,8 +221,11 @@ class WorkerPool:
         self.restarts = 0
         self.closing = False
         self.ctx = mp.get_context("forkserver")
-        # the forkserver imports the planner once; every worker forks from it. egglog stays
-        # out: forking after its import leaves its thread pool dead in the child (hangs).
+        # the forkserver imports the planner once; every worker forks from it and inherits its
+        # memory: its native pools start with one thread (legalsat.planner.threads: numpy's
+        # OpenBLAS took 40 MiB a CPU of every worker's limit). egglog stays out of it: forking
+        # after its import leaves its thread pool dead in the child (hangs).
+        one_thread_pools()
         self.ctx.set_forkserver_preload(PRELOAD)
         self.slots = [_Slot(self, i) for i in range(size)]
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from legalsat.diagnostics import Code, InputError, internal_error
 from legalsat.planner.reports import StopReason
-from legalsat.planner.threads import one_planner_thread
+from legalsat.planner.threads import one_thread_pools
 from legalsat.schemas.base import compact_json, model_json
 from legalsat.server.lifetime import tie_to_server
 
@@ -144,13 +144,14 @@ def node_cap(memory_mb: int, resident: int) -> int:
 
 
 def prepare(target: str, memory_mb: int | None = None) -> None:
-    """What a worker does before it takes jobs: one planner thread (it is one worker of one per
-    CPU), its data capped at `memory_mb`, the target's rulesets warmed up. A worker that cannot
-    warm up within its limit cannot plan: it exits (SystemExit 1 for a MemoryError; an
-    allocation inside egglog aborts the process), and the pool names the setting."""
-    one_planner_thread()
-    # egglog loads (and starts its thread) before the cap: a thread pool started under a tight
-    # RLIMIT_DATA spun in the kernel for minutes instead of failing
+    """What a worker does before it takes jobs: one thread in each native pool (it is one
+    worker of one per CPU: legalsat.planner.threads), its data capped at `memory_mb`, the
+    target's rulesets warmed up. A worker that cannot warm up within its limit cannot plan: it
+    exits (SystemExit 1 for a MemoryError; an allocation inside egglog aborts the process), and
+    the pool names the setting."""
+    one_thread_pools()
+    # the planner's libraries load (and start their pools) before the cap: numpy loaded under a
+    # tight RLIMIT_DATA hung instead of failing
     from legalsat.api import optimize
 
     limit_memory(memory_mb)
