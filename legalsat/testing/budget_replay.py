@@ -14,9 +14,10 @@ RECORDED = Path(__file__).resolve().parents[2] / "benchmarks"
 RUNS = ("budget_results.json", "budget_heldout_results.json")
 
 
-def measured_key(strategy: str, variant: str, tiles: list) -> str:
-    """What a recorded kernel is found by: its strategy, variant and pieces' tiles."""
-    return json.dumps([strategy, variant, tiles])
+def measured_key(strategy: str, variant: str, tiles: list, stages: list) -> str:
+    """What a recorded kernel is found by: its strategy, variant, and pieces' tiles and stage
+    counts (TMA boxes of one tile under different budgets differ in stages alone)."""
+    return json.dumps([strategy, variant, tiles, stages])
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,8 @@ class Replayed:
 
 def measured(workload: dict) -> dict[str, float]:
     """A recorded workload's kernels' times in us by `measured_key`."""
-    return {measured_key(k["strategy"], k["variant"], k["tiles"]): k["ms"] * 1e3 for k in workload["kernels"]
-            if "ms" in k}
+    return {measured_key(k["strategy"], k["variant"], k["tiles"], k["stages"]): k["ms"] * 1e3
+            for k in workload["kernels"] if "ms" in k}
 
 
 def budgets(workload: dict) -> list[str]:
@@ -51,7 +52,8 @@ def replay(workload: dict, budget: str) -> Replayed:
     if budget != "block":
         req["options"]["smem_bytes"] = int(budget)
     times = measured(workload)
-    plans = tuple((p, times.get(measured_key(p["strategy"], default_variant(p, True), [pc["tile"] for pc in p["pieces"]])))
+    plans = tuple((p, times.get(measured_key(p["strategy"], default_variant(p, True), [pc["tile"] for pc in p["pieces"]],
+                                             [pc.get("num_stages") for pc in p["pieces"]])))
                   for p in optimize(req)["plans"])
     return Replayed(workload["name"], budget, plans, workload["copy_same_size_ms"] * 1e3)
 

@@ -10,7 +10,7 @@ import pytest
 
 from legalsat.api import optimize
 from legalsat.kernels import emit
-from legalsat.testing.budget_replay import budgets, recorded_runs, replay
+from legalsat.testing.budget_replay import budgets, measured, recorded_runs, replay
 
 
 def _transpose(dtype: str, rows: int, cols: int, smem: int | None = None, dst_align: int = 16) -> dict:
@@ -133,3 +133,13 @@ def test_a_plain_tile_under_a_small_budget_keeps_sector_long_source_runs():
     staged = _plan(optimize(_transpose("bfloat16", 1023, 4097, 1024)), "staged_smem")
     src_run = staged["pieces"][0]["tile"][1] * 2  # dim 1 is the source's contiguous one
     assert src_run >= 32, staged["pieces"][0]["tile"]
+
+
+def test_each_measured_kernel_of_a_budget_run_is_found_by_its_own_key():
+    """Kernels of one tile that differ only in their stage count (a TMA box under two budgets:
+    an fp64 kernel ran 224 us with 3 stages, 116 with 4) shared one key: the replay read one's
+    time for the other."""
+    for _, results in recorded_runs():
+        for w in results["workloads"]:
+            kinds = {(k["strategy"], k["variant"], str(k["tiles"]), str(k["stages"])) for k in w["kernels"] if "ms" in k}
+            assert len(measured(w)) == len(kinds), w["name"]
