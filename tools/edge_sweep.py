@@ -30,6 +30,15 @@ from pathlib import Path
 WORKLOADS = ("padded pitch 16384", "1023×4097", "517×33 bf16", "64×3×224×224")
 
 
+def set_halo(halo_bytes: int) -> None:
+    """Skewed tiles align each destination row's stores to `halo_bytes` (and load as many bytes
+    of extra source rows): the one constant the planner's promise and the kernel's tile read."""
+    import legalsat.kernels.staged as staged
+    import legalsat.terms.movement as movement
+
+    movement.SKEW_SECTOR_BYTES = staged.SKEW_SECTOR_BYTES = halo_bytes
+
+
 def variants(plan: dict) -> list[tuple[list[int], int]]:
     """(tile, num_warps) to try for `plan`'s first piece."""
     piece = plan["pieces"][0]
@@ -83,8 +92,8 @@ def main() -> None:
         staged.skew_shape = lambda p, tile: None
     if "--halo" in argv:
         k = argv.index("--halo")
-        staged.SECTOR_BYTES = int(argv[k + 1])
-        tag += f"_halo{staged.SECTOR_BYTES}"
+        set_halo(int(argv[k + 1]))
+        tag += f"_halo{argv[k + 1]}"
         del argv[k:k + 2]
     if "--dst-fastest" in argv:
         order = staged.decompose

@@ -397,3 +397,22 @@ def test_an_inspectors_rows_a_program_are_checked_as_a_block():
     with pytest.raises(InputError) as e:
         emit(plan)
     assert e.value.headline.field == "gather.executor.tile_rows"
+
+
+def test_the_edge_sweeps_halo_option_reaches_the_skewed_tile(monkeypatch):
+    """`tools/edge_sweep.py --halo 16` set a constant the kernels no longer read: the sweep ran
+    and recorded the 32-byte tile under the 16-byte name."""
+    import legalsat.kernels.staged as staged
+    import legalsat.terms.movement as movement
+    from legalsat.api import optimize
+    from tools.edge_sweep import set_halo
+
+    monkeypatch.setattr(movement, "SKEW_SECTOR_BYTES", movement.SKEW_SECTOR_BYTES)
+    monkeypatch.setattr(staged, "SKEW_SECTOR_BYTES", staged.SKEW_SECTOR_BYTES)
+    resp = optimize({"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [50257, 4096], "strides": [4096, 1]},
+                            "dst": {"dtype": "bfloat16", "shape": [50257, 4096], "strides": [1, 50257]}}})
+    raw = next(p for p in resp["plans"] if p["strategy"] == "staged_smem")["pieces"][0]
+    piece = word_piece(PieceOut.model_validate(raw), "pieces[0]")
+    assert staged.skew_shape(piece, piece.tile)[2] == 16  # bf16 words of a 32-byte sector
+    set_halo(16)
+    assert staged.skew_shape(piece, piece.tile)[2] == 8
