@@ -1,6 +1,6 @@
 """Why each plan ranks where it does (`options.explain`), in words a kernel engineer reads.
 
-    explain(req, plans) -> the plans, each with its `explain` lines
+    explain(req, plans, not_returned, bound) -> the plans, each with its `explain` lines
 
 The first line is the plan's headline: what dominates its estimate. Then the estimate taken
 apart (the target's launch time, and the bytes moved at the bandwidth the cost model gives
@@ -49,13 +49,10 @@ from legalsat.terms.strategy import Strategy
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
 
 
-def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan], not_returned: int = 0,
-            bound: list[bool] | None = None) -> tuple[Plan, ...]:
+def explain(req: PlanRequest, plans: tuple[Plan, ...] | list[Plan], not_returned: int,
+            bound: list[bool]) -> tuple[Plan, ...]:
     """`plans` (best first) with their explanations; `not_returned`: candidates left out by
-    options.max_plans; `bound`: which were ranked as launch-bound (`rank.rank_plans`; by
-    default those within `LAUNCH_BOUND` of a launch)."""
-    if bound is None:
-        bound = [launch_bound(p, req.target.cost) for p in plans]
+    options.max_plans; `bound`: which were ranked as launch-bound (`rank.rank_plans`)."""
     return tuple(dataclasses.replace(p, explain=_lines(req, p, i, len(plans), plans[0], not_returned, bound[i],
                                                         bound[0]))
                  for i, p in enumerate(plans))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from legalsat.diagnostics import Code
+from legalsat.diagnostics import Category, Code
 from legalsat.planner import stages
 from legalsat.planner.budget import budget_fix, budget_name, deadline, remaining_ms
 from legalsat.planner.build import Built
@@ -84,16 +84,13 @@ def _kept_rank_us(plans: list[Plan], keep: int, facts) -> float:
     return max([last.cost.estimated_us, *keys])
 
 
-# reasons that say a limit cut planning short, not that the strategy cannot be planned
-CUT_SHORT = frozenset({Code.PLANNING_DEADLINE, Code.PROOF_BUDGET, Code.SOLVER_TIMEOUT, Code.NOT_REACHED})
-
-
 def _status(plans: list[Plan], rejected: list[Rejected]) -> str:
     """ok: a plan; incomplete: none, and a limit cut some strategy short (a larger budget may
     plan it); infeasible: none, every strategy ruled out."""
     if plans:
         return "ok"
-    return "incomplete" if any(r.code in CUT_SHORT for x in rejected for r in x.reasons) else "infeasible"
+    cut_short = any(r.code.category is Category.LIMIT for x in rejected for r in x.reasons)
+    return "incomplete" if cut_short else "infeasible"
 
 
 def optimize(req: PlanRequest) -> PlanResponse:

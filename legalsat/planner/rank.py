@@ -83,7 +83,7 @@ def rank_plans(plans: list[Plan], facts: CostFacts) -> tuple[list[Plan], list[bo
     return [plans[i] for i in order], [bound[i] for i in order]
 
 
-def plan_rank(p: Plan, facts: CostFacts, bound: bool | None = None) -> tuple:
+def plan_rank(p: Plan, facts: CostFacts, bound: bool) -> tuple:
     """Plans best first: by estimate; launch-bound plans (`LAUNCH_BOUND`) first, the pointer
     kernels before those of `FIXED_LATENCY`, each by its estimate plus its longest program
     (`longest_program_us`): at these sizes the launch hides the bandwidth, and what is left
@@ -92,6 +92,6 @@ def plan_rank(p: Plan, facts: CostFacts, bound: bool | None = None) -> tuple:
     fastest on 14 of the 16 small benchmark cases that have more than one launch-bound plan and
     on all 14 such cases among 24 random small transposes and permutes held out from the rule
     (the direct copy first before it: 10 of 16 and 6 of 14, up to 56 % behind)."""
-    if not (launch_bound(p, facts) if bound is None else bound):
+    if not bound:  # `bound`: ranked as launch-bound (rank_plans: ranked_launch_bound)
         return (True, False, p.cost.estimated_us)
     return (False, p.strategy in FIXED_LATENCY, launch_key_us(p, facts))

@@ -15,7 +15,7 @@ from legalsat.planner.budget import budget_fix
 from legalsat.planner.build.common import placeholder_address
 from legalsat.planner.request import PlanRequest
 from legalsat.targets import Target
-from legalsat.terms.descriptor import TmaDescriptor
+from legalsat.terms.descriptor import TmaDescriptor, store_row_overrun
 from legalsat.terms.integers import cdiv
 from legalsat.terms.movement import Copy, Gather, LoadTile, View
 from legalsat.terms.strategy import Strategy
@@ -114,7 +114,7 @@ def _padding_helps(m) -> bool:
     if not isinstance(m, Copy):
         return False
     inner = next((n for n, s in zip(m.dst.shape, m.dst.strides) if s == 1 and n > 1), None)
-    return inner is None or (inner * m.dst.esize) % 16 == 0
+    return inner is None or not store_row_overrun(inner * m.dst.esize)
 
 
 def _in_request_terms(name: str, v: View, d: Diagnostic) -> Diagnostic:

@@ -418,8 +418,7 @@ def _parse(obj: object) -> PlanRequest:
         raise _bad("options.smem_bytes", f"options.smem_bytes is {shown_int(options.smem_bytes)}; a block on "
                    f"{target.name} has at most {target.smem_per_block_bytes} bytes of shared memory",
                    f"give at most {target.smem_per_block_bytes}, or leave it out for the target's whole budget")
-    if isinstance(movement, LoadTile) and movement.consumer.kind in (Consumer.WGMMA_A, Consumer.WGMMA_B) \
-            and not target.wgmma:
+    if isinstance(movement, LoadTile) and movement.consumer.is_wgmma and not target.wgmma:
         with_wgmma = ", ".join(n for n in TARGET_NAMES if resolve_target(n).wgmma)
         raise _bad("op.consumer", f"op.consumer is {movement.consumer.kind.value}, a warpgroup MMA operand; "
                    f"{target.name} has no wgmma (it is {with_wgmma} only)",
