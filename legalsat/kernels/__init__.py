@@ -169,12 +169,15 @@ def kernel_variants(plan: PlanOut | dict, sm90: bool) -> list[str]:
 
 
 def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
-    """The variant `build_kernel` runs by default: Gluon for sm90 TMA plans that copy boxes
-    straight of at least GLUON_DEFAULT_BOX_BYTES (measured faster than the tl descriptor
-    kernel on the H100), and for sm90 index-major gathers with the staged-row form whose index
-    picks at least GLUON_GATHER_MIN_SHARE of a row, over GLUON_GATHER_MIN_ROWS rows or more (legalsat.kernels.gather_gluon); tl
-    otherwise (for transposing TMA plans the tl kernel measured faster on four of the six
-    transposing workloads, Gluon on the two NCHW→NHWC ones by under 3%: benchmarks/RESULTS.md)."""
+    """The variant `build_kernel` runs by default: Gluon for sm90 TMA plans whose boxes, of at
+    least GLUON_DEFAULT_BOX_BYTES, are copied straight or are of 1-byte words, and for sm90
+    index-major gathers with the staged-row form whose index picks at least
+    GLUON_GATHER_MIN_SHARE of a row, over GLUON_GATHER_MIN_ROWS rows or more
+    (legalsat.kernels.gather_gluon); tl otherwise. Measured on the H100
+    (benchmarks/kernel_results.json, budget_results.json): the transposing TMA kernels of
+    1-byte words with 16 KiB boxes ran 1.41-1.48x faster in Gluon (the uint8 and fp8
+    transposes), those of smaller boxes 0.28-0.95x of tl's (4 KiB: 1.16x); of wider words the tl
+    kernel was faster on 8 of 9 transposing workloads (Gluon by 3% on NCHW→NHWC 32×96)."""
     plan = validate_plan(plan)
     if sm90 and plan.strategy == Strategy.DIRECT and plan.kind == MovementKind.GATHER and plan.gather is not None:
         g = plan.gather  # the staged row where the index picks enough of a row (GLUON_GATHER_MIN_SHARE)
@@ -192,7 +195,7 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
         return "gluon"  # the consumer probe: the plan's pipeline and its consumer's reads
     try:
         tma = [tma_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces) if p.strategy == Strategy.TMA]
-        straight = all(t.perm() is None and t.box_bytes() >= GLUON_DEFAULT_BOX_BYTES for t in tma)
+        straight = all((t.perm() is None or t.word == 1) and t.box_bytes() >= GLUON_DEFAULT_BOX_BYTES for t in tma)
     except InputError:
         return "tl"  # emit() reports what is wrong with the plan
     return "gluon" if straight and tma else "tl"
