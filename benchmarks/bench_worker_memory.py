@@ -9,7 +9,8 @@ worker: forkserver, start-up, warm-up) in a fresh process and reads the worker's
 (VmData, what its RLIMIT_DATA counts), resident peak and threads. The least limit is bisected
 over whole MiB between 64 and 2048. For comparison, a bare process that plans the warm-up
 request with the native pools at their defaults (numpy's OpenBLAS: a thread per CPU, less
-one), as a worker did before its pools were held to one thread, and with OpenBLAS at one.
+one), as a worker did before its pools were held to one thread, with OpenBLAS at one, and with
+OpenBLAS at one and egglog's pool asked for 128 threads (RAYON_NUM_THREADS).
 """
 
 from __future__ import annotations
@@ -80,7 +81,9 @@ def main() -> None:
     result = {"machine": f"{os.uname().machine}, {usable_cpus()} usable CPUs, Python {sys.version.split()[0]}",
               "target": args.target, "worker": warm(0, args.target)[1], "least_limit_mib": least_limit(args.target),
               "bare_process": warm(0, args.target, bare=True)[1],
-              "bare_process_one_blas_thread": warm(0, args.target, {"OPENBLAS_NUM_THREADS": "1"}, bare=True)[1]}
+              "bare_process_one_blas_thread": warm(0, args.target, {"OPENBLAS_NUM_THREADS": "1"}, bare=True)[1],
+              "bare_process_one_blas_thread_egglog_128": warm(0, args.target, {"OPENBLAS_NUM_THREADS": "1",
+                                                                             "RAYON_NUM_THREADS": "128"}, bare=True)[1]}
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else Path(__file__).resolve().parent
     (out / "worker_memory.json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result))

@@ -222,8 +222,8 @@ class WorkerPool:
         self.closing = False
         self.ctx = mp.get_context("forkserver")
         # the forkserver imports the planner once; every worker forks from it and inherits its
-        # memory: its native pools start with one thread (legalsat.planner.threads: numpy's
-        # OpenBLAS took 40 MiB a CPU of every worker's limit). egglog stays out of it: forking
+        # memory: its native pools start with one thread (legalsat.planner.threads: each helper
+        # thread of numpy's OpenBLAS, one per CPU less one, took 40 MiB of every worker's limit). egglog stays out of it: forking
         # after its import leaves its thread pool dead in the child (hangs).
         one_thread_pools()
         self.ctx.set_forkserver_preload(PRELOAD)
