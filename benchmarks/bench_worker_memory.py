@@ -30,11 +30,9 @@ try:
     pool.start()
 except WorkerStartError:
     sys.exit(3)
-status = dict(line.split(":", 1) for line in open(f"/proc/{pool.slots[0].proc.pid}/status") if ":" in line)
+from benchmarks.bench_worker_memory import figures
+print(json.dumps(figures(pool.slots[0].proc.pid)))
 pool.close()
-kib = lambda k: int(status[k].split()[0])
-print(json.dumps({"vm_data_mib": round(kib("VmData") / 1024, 1), "rss_peak_mib": round(kib("VmHWM") / 1024, 1),
-                  "threads": int(status["Threads"])}))
 """
 
 _BARE_CHILD = """
@@ -42,11 +40,18 @@ import json, sys
 from legalsat.api import optimize
 from legalsat.server.worker import WARM_UP
 optimize({**WARM_UP, "target": sys.argv[2]})
-status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
-kib = lambda k: int(status[k].split()[0])
-print(json.dumps({"vm_data_mib": round(kib("VmData") / 1024, 1), "rss_peak_mib": round(kib("VmHWM") / 1024, 1),
-                  "threads": int(status["Threads"])}))
+from benchmarks.bench_worker_memory import figures
+print(json.dumps(figures("self")))
 """
+
+
+def figures(pid: int | str) -> dict:
+    """A process's data (VmData, what RLIMIT_DATA counts) and resident peak in MiB, and threads."""
+    from legalsat.server.worker import process_status
+
+    st = process_status(pid)
+    return {"vm_data_mib": round(st["VmData"] / 2**20, 1), "rss_peak_mib": round(st["VmHWM"] / 2**20, 1),
+            "threads": st["Threads"]}
 
 
 def warm(limit_mib: int, target: str = "sm90", env: dict[str, str] | None = None,

@@ -131,14 +131,26 @@ _NODE_CAP: int | None = None
 _EGRAPH_MAX_BYTES: int | None = None  # of a kept e-graph's snapshot (the service's setting)
 
 
+def process_status(pid: int | str = "self") -> dict[str, int]:
+    """A process's numeric /proc status fields (Linux): kB fields (VmData, VmHWM) in bytes,
+    counts (Threads) as they are."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            parts = value.split()
+            if parts and parts[0].isdigit():
+                out[key] = int(parts[0]) << 10 if parts[1:] == ["kB"] else int(parts[0])
+    return out
+
+
 def data_bytes() -> int:
     """This process's data as its memory limit (RLIMIT_DATA) counts it: VmData, which holds
     mapped but untouched buffers that resident memory leaves out (the warmed-up worker: 225 MiB
     of data, 178 resident)."""
     try:
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmData:"))
-    except (OSError, StopIteration):  # not Linux: the resident peak
+        return process_status()["VmData"]
+    except (OSError, KeyError):  # not Linux: the resident peak
         import resource
 
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10

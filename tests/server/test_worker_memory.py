@@ -39,8 +39,8 @@ def test_a_workers_pools_run_one_thread_whatever_the_environment_sizes_them():
 def test_batch_workers_and_ray_actors_run_one_thread_pools(start):
     module, name = start.split(":")
     code = (f"import {module} as m; m.{name}(); from legalsat.api import optimize; "
-            "from legalsat.server.worker import WARM_UP; optimize(WARM_UP); "
-            "print(next(line.split()[1] for line in open('/proc/self/status') if line.startswith('Threads')))")
+            "from legalsat.server.worker import WARM_UP, process_status; optimize(WARM_UP); "
+            "print(process_status()['Threads'])")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
                        env={**os.environ, "RAYON_NUM_THREADS": "128", "OPENBLAS_NUM_THREADS": "64"})
     assert r.returncode == 0 and int(r.stdout.split()[-1]) <= MOST_THREADS, r.stderr[-2000:]
@@ -49,9 +49,8 @@ def test_batch_workers_and_ray_actors_run_one_thread_pools(start):
 def test_the_node_cap_leaves_room_by_the_data_the_limit_counts():
     """The cap was sized from resident memory, which leaves out mapped but untouched buffers the
     limit counts: the e-graph it allowed went past the limit by their size."""
-    code = ("from legalsat.server.worker import prepare, node_cap, data_bytes, BYTES_PER_ENODE; prepare('sm90'); "
-            "status = dict(line.split(':', 1) for line in open('/proc/self/status') if ':' in line); "
-            "data = int(status['VmData'].split()[0]) << 10; cap = node_cap(1024, data_bytes()); "
-            "print(int(data + 2 * cap * BYTES_PER_ENODE <= 1024 << 20))")
+    code = ("from legalsat.server.worker import prepare, node_cap, data_bytes, process_status, BYTES_PER_ENODE; "
+            "prepare('sm90'); cap = node_cap(1024, data_bytes()); "
+            "print(int(process_status()['VmData'] + 2 * cap * BYTES_PER_ENODE <= 1024 << 20))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.split()[-1] == "1", r.stderr[-2000:]
