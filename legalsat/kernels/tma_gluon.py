@@ -22,7 +22,7 @@ from legalsat.kernels.tma import TmaPiece, coords, permute_lines, tile_lines
 from legalsat.kernels.words import plan_error
 from legalsat.schemas.plan import PieceOut
 from legalsat.schemas.protocol import ProtocolIn
-from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
+from legalsat.terms.smem import tma_pipeline_bytes
 
 
 def _ops(proto: ProtocolIn):
@@ -136,7 +136,7 @@ def emit_tma_gluon(pieces: list[tuple[int, TmaPiece, PieceOut]],
         outs = max(1, bufs.get("out", 1))
         # a transpose also holds its store boxes and the register permute's layout-conversion
         # scratch (one box: compiled for sm90)
-        smem = (stages + (outs + 1 if t.perm() else 0)) * t.box_bytes() + TMA_STAGE_BARRIER_BYTES * stages
+        smem = tma_pipeline_bytes(stages, t.box_bytes(), outs + 1 if t.perm() else 0)
         if smem > smem_budget:
             raise plan_error(f"{field}.num_stages", f"{stages} stages of {t.box_bytes()} bytes need {smem} bytes "
                              f"of shared memory, over the plan's budget of {smem_budget}",

@@ -43,7 +43,7 @@ from legalsat.planner.solve import (
     rows_warps,
 )
 from legalsat.terms.movement import Gather, MovementKind
-from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
+from legalsat.terms.smem import tma_pipeline_bytes
 from legalsat.terms.strategy import Strategy
 
 SECTOR = 32  # bytes of a DRAM/L2 sector: a warp's access moves whole sectors
@@ -326,8 +326,9 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
             out.append(f"tile dim {k} = {t} of {n} {eb}-byte elements: {why}")
     if p.smem is not None and p.smem.stages > 1:
         store = p.smem.store_buffer_bytes or 0
-        barrier = TMA_STAGE_BARRIER_BYTES if p.descriptors else 0  # each TMA stage's mbarrier, as solved
-        more = (p.smem.stages + 1) * (p.smem.bytes_per_stage + barrier) + store
+        deeper = p.smem.stages + 1  # a TMA pipeline's stages hold mbarriers too, as solved
+        more = (tma_pipeline_bytes(deeper, p.smem.bytes_per_stage) if p.descriptors
+                else deeper * p.smem.bytes_per_stage) + store
         why = (f"one more would need {_fmt_bytes(more)} of the {_fmt_bytes(p.smem_budget_bytes)} shared-memory budget"
                if more > p.smem_budget_bytes else "the pipeline's depth cap (more stages do not add bandwidth)")
         # the stage's own bytes (the shared-memory line's), the store buffer named beside them

@@ -20,7 +20,7 @@ from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import budget_fix, solver_ms
 from legalsat.planner.formulation import Region
 from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least, pow2_at_most
-from legalsat.terms.smem import TMA_STAGE_BARRIER_BYTES
+from legalsat.terms.smem import tma_pipeline_bytes
 
 MAX_LOG = 20
 
@@ -184,7 +184,7 @@ def solve_tma_box(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_byte
                        dst_inner) is not None:  # the budget alone rules every box out: say what it takes
         both = dst_inner is not None and dst_inner != 0
         least = 16 << (4 - floor_log2(dtype_bytes)) if both else 16
-        need = (2 + store_buffers) * least + 2 * TMA_STAGE_BARRIER_BYTES
+        need = tma_pipeline_bytes(2, least, store_buffers)
         held = f"2 stages and {store_buffers} store buffer{'s' if store_buffers > 1 else ''}"
         raise Infeasible([Code.SMEM_BUDGET.at(
             f"the smallest legal box takes {least} bytes (16 bytes along the source's contiguous dim"
@@ -222,8 +222,7 @@ def solve_tma_box(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_byte
     fp.opt.add(stages >= 1, stages <= 4)
     # linear per box size: (stages + store buffers) boxes and the barriers fit the budget
     hi = floor_log2(max_tile_bytes)
-    fits = z3.Or([z3.And(total == k, (stages + store_buffers) * (1 << k) + TMA_STAGE_BARRIER_BYTES * stages
-                          <= smem_bytes)
+    fits = z3.Or([z3.And(total == k, tma_pipeline_bytes(stages, 1 << k, store_buffers) <= smem_bytes)
                   for k in range(4, hi + 1)])
     fp.require("smem_budget", fits,
                f"two stages of the smallest legal box do not fit {smem_bytes} bytes of shared memory",
@@ -264,7 +263,7 @@ def _tma_box_closed(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_by
         return None
     top = floor_log2(max_tile_bytes)
     fitting = [k for k in range(4, top + 1)
-               if (2 + store_buffers) * (1 << k) + TMA_STAGE_BARRIER_BYTES * 2 <= smem_bytes]
+               if tma_pipeline_bytes(2, 1 << k, store_buffers) <= smem_bytes]
     if not fitting:
         return None
     cap = fitting[-1] - lb  # the most the exponents may sum to
@@ -285,7 +284,7 @@ def _tma_box_closed(p: Region, order: tuple[int, ...], smem_bytes: int, dtype_by
         room -= es[k]
     t = sum(es) + lb
     stages = max(s for s in range(2, 5)
-                 if s == 2 or (s + store_buffers) * (1 << t) + TMA_STAGE_BARRIER_BYTES * s <= smem_bytes)
+                 if s == 2 or tma_pipeline_bytes(s, 1 << t, store_buffers) <= smem_bytes)
     return TmaFields(order, tuple(1 << e for e in es), stages, 1 << t)
 
 

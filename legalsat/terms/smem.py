@@ -22,6 +22,14 @@ from legalsat.terms.dtypes import DType
 TMA_STAGE_BARRIER_BYTES = 64
 
 
+def tma_pipeline_bytes(stages, box_bytes: int, store_boxes: int = 0):
+    """The shared memory of a TMA pipeline: `stages` boxes of `box_bytes`, each with its
+    mbarrier, and `store_boxes` more boxes (a transpose's store buffers and scratch). The
+    planner's budget (its z3 form too: `stages` may be a z3 term), its explanations and the
+    Gluon kernel's own check all count it so."""
+    return stages * (box_bytes + TMA_STAGE_BARRIER_BYTES) + store_boxes * box_bytes
+
+
 # The inspector-executor's scans (legalsat.kernels.inspector) take int32 tiles of at most
 # INSPECTOR_STEP_ELEMENTS a step, at 4 bytes of shared memory an element (compiled for sm90:
 # tests/kernels/test_resources.py); the plain inspector's prefix sum scans
