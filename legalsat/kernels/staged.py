@@ -29,7 +29,7 @@ from legalsat.kernels.source import Launch, decompose, program_id, tile_index
 from legalsat.kernels.words import WordPiece, transposed_dims
 from legalsat.schemas.plan import PieceOut
 from legalsat.terms.integers import cdiv
-from legalsat.terms.movement import SKEW_SECTOR_BYTES, sector_skewable
+from legalsat.terms.movement import SKEW_SECTOR_BYTES, misaligned_pitch, sector_skewable
 
 
 def tile_axes(p: WordPiece, tile: tuple[int, ...]) -> list[int]:
@@ -64,7 +64,7 @@ def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | No
         return None
     a, b = tr
     sector = SKEW_SECTOR_BYTES // p.word
-    if (p.dims[a].dst * p.word) % 16 == 0 or not sector_skewable(tile[b] * p.word, p.dims[b].extent, tile[b]):
+    if not misaligned_pitch(p.dims[a].dst, p.word) or not sector_skewable(tile[b] * p.word, p.dims[b].extent, tile[b]):
         return None
     if any(t > 1 for k, t in enumerate(tile) if k not in (a, b)):
         return None

@@ -20,6 +20,7 @@ from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import budget_fix, solver_ms
 from legalsat.planner.formulation import Region
 from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least, pow2_at_most
+from legalsat.terms.movement import misaligned_pitch
 from legalsat.terms.smem import tma_pipeline_bytes
 
 MAX_LOG = 20
@@ -345,7 +346,7 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     cap = floor_log2(smem_budget) if smem_budget is not None and smem_budget < max_tile_bytes \
         else floor_log2(max_tile_bytes)
     run = _fitting_run(floor_log2(min_run_bytes) - lb, cap, lb)
-    unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
+    unaligned_dst = misaligned_pitch(p.dims[a][2], p.eb)
     if small:
         small_dim = ea if na <= nb else eb_
         fp.require("small_side_whole", small_dim == min(cap_a, cap_b),
@@ -387,7 +388,7 @@ def _plain_src_run(eb_log2: int, cap_a: int, budget_log2: int) -> int:
     where the extent or a square tile of the budget is shorter (under a small budget the
     longest destination run took it all: 1023 x 4097 bf16 in 1 KiB got 256 x 2 tiles, 4-byte
     source runs)."""
-    return min(max(floor_log2(PLAIN_MIN_SRC_RUN) - eb_log2, 0), cap_a, max((budget_log2 - eb_log2) // 2, 0))
+    return min(_fitting_run(floor_log2(PLAIN_MIN_SRC_RUN) - eb_log2, budget_log2, eb_log2), cap_a)
 
 
 def _plain_budget(p: Region, min_programs: int) -> int:
@@ -407,7 +408,7 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
     budget = floor_log2(smem_budget) if smem_budget is not None and smem_budget < max_tile_bytes \
         else floor_log2(max_tile_bytes)
     run = _fitting_run(floor_log2(min_run_bytes) - lb, budget, lb)
-    unaligned_dst = (p.dims[a][2] * p.eb) % 16 != 0
+    unaligned_dst = misaligned_pitch(p.dims[a][2], p.eb)
     best: tuple | None = None
     for ea in range(min(10, cap_a) + 1):
         for eb_ in range(min(10, cap_b) + 1):

@@ -303,6 +303,13 @@ def moved_elements(m: Movement) -> int:
 SKEW_SECTOR_BYTES = 32
 
 
+def misaligned_pitch(stride: int, element_bytes: int) -> bool:
+    """Whether rows `stride` elements apart start off 16 bytes from each other (a 50257-element
+    bf16 pitch): no 16-byte store vector fits every row's start. The planner (the stores it
+    promises a staged tile) and the kernels (whether they skew the tile) share this reading."""
+    return (stride * element_bytes) % 16 != 0
+
+
 def sector_skewable(run_bytes: int, extent: int, tile: int) -> bool:
     """Whether a staged tile whose destination rows are misaligned can be skewed: its
     destination run (`tile` elements, `run_bytes`) spans more than one whole sector and the

@@ -18,7 +18,7 @@ from legalsat.protocols.synth import TmaPipelineSpec
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.integers import cdiv, gcd_all, lowbit
-from legalsat.terms.movement import Copy, relaid_out, sector_skewable, transposed_pair
+from legalsat.terms.movement import Copy, misaligned_pitch, relaid_out, sector_skewable, transposed_pair
 from legalsat.terms.strategy import Strategy
 
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
@@ -121,7 +121,7 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     f = solve_transpose_tile(r, a, b, 2048 if small else 65536 if r.eb == 1 else 32768, small=small,
                              smem_budget=None if small else smem_budget, skew=skew,
                              min_programs=PROGRAMS_PER_SM * target.sm_count)
-    misaligned_rows = (r.dims[a][2] * r.eb) % 16 != 0
+    misaligned_rows = misaligned_pitch(r.dims[a][2], r.eb)
     plain_stores = not small and not skew and misaligned_rows
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
