@@ -26,21 +26,19 @@ def main(paths: list[Path], gemm: bool = False) -> int:
 
     from legalsat.clients.resources import compile_launch
     from legalsat.diagnostics import InputError
-    from legalsat.kernels import emit
+    from legalsat.kernels import emit, kernel_variants
 
     target = GPUTarget("cuda", 90, 32)
     failed = total = 0
     for path in paths:
         for name, entry in json.loads(path.read_text()).items():
             for i, plan in enumerate(entry["response"]["plans"]):
-                for variant in (["tl", "gluon"] if plan["strategy"] in ("tma", "direct") else ["tl"]):
+                for variant in kernel_variants(plan, sm90=True):
                     try:
                         em = emit(plan, variant)
                     except InputError as e:  # a plan Triton cannot express (the emitter says why)
                         print(f"{name[:44]:44s} plan {i} {variant:5s} not emitted: {e.headline.message}", flush=True)
                         continue
-                    if em.variant != variant:
-                        continue  # no Gluon form (the tl module, compiled already)
                     for ln in em.launches:
                         total += 1
                         t = time.perf_counter()
