@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 import triton
@@ -182,19 +183,12 @@ def staged_compile_seconds(rows: int = 1, warps: int = 2, bound: int = 4096, cou
                                                                            "constexpr")}
     consts = {"R": rows, "W": triton.next_power_of_2(bound), "K": triton.next_power_of_2(count), "COUNT": count,
               "BOUND": bound}
-    before = os.environ.get("TRITON_CACHE_DIR")
-    with tempfile.TemporaryDirectory() as cache:  # a cold compile: Triton's cache would answer the second
-        os.environ["TRITON_CACHE_DIR"] = cache
-        try:
-            t = time.time()
-            triton.compile(ASTSource(staged_rows_gather, sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
-                           options={"num_warps": warps})
-            return time.time() - t
-        finally:
-            if before is None:
-                os.environ.pop("TRITON_CACHE_DIR", None)
-            else:
-                os.environ["TRITON_CACHE_DIR"] = before
+    # a cold compile: Triton's cache would answer the second
+    with tempfile.TemporaryDirectory() as cache, mock.patch.dict(os.environ, {"TRITON_CACHE_DIR": cache}):
+        t = time.time()
+        triton.compile(ASTSource(staged_rows_gather, sig, constexprs=consts), target=GPUTarget("cuda", 90, 32),
+                       options={"num_warps": warps})
+        return time.time() - t
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--compile-staged"]:

@@ -28,6 +28,7 @@ import os
 from math import gcd
 from pathlib import Path
 
+from legalsat.kernels.source import HEADER_TL
 from legalsat.terms.integers import cdiv
 
 WORKLOAD = "transpose 50257×4096 bf16"
@@ -70,7 +71,7 @@ def sm90_ptx(ta: int = 128, tb: int = 64, warps: int = 4) -> str:
     from legalsat.clients.triton import load_module
 
     text, _ = class_kernel(4096, 50257, 4096, 50257, ta, tb)
-    fn = load_module("import triton\nimport triton.language as tl\n\n" + text).class_tile
+    fn = load_module(HEADER_TL + "\n" + text).class_tile
     aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
     k = triton.compile(ASTSource(fn, {"src": "*bf16", "dst": "*bf16"}, constexprs={}, attrs=aligned),
                        target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
@@ -91,7 +92,7 @@ def main() -> list[dict]:
     fns, names = [], []
     for ta, tb, warps in SHAPES:
         text, grid = class_kernel(na, nb, na, nb, ta, tb)
-        fn = load_module("import triton\nimport triton.language as tl\n\n" + text).class_tile
+        fn = load_module(HEADER_TL + "\n" + text).class_tile
         dst = torch.full((na, nb), float("nan"), device=dev, dtype=torch.bfloat16)
         fn[(grid,)](src, dst, num_warps=warps)
         exact = torch.equal(dst.view(torch.int16), want.view(torch.int16))

@@ -43,6 +43,11 @@ class WorkerStartError(RuntimeError):
         self.message, self.fix = message, fix
 
 
+class WorkerStartTimeout(WorkerStartError):
+    """A worker that did not say ready within the pool's start timeout (not retried at start:
+    a second start would wait as long again)."""
+
+
 class QueueFull(Exception):
     """The waiting queue holds `queue_size` jobs already."""
 
@@ -90,7 +95,6 @@ class _Slot:
         self.conn = None
         self.busy_since: float | None = None
         self.start_error: WorkerStartError | None = None
-        self.timed_out = False  # its last start ran out of time (not retried: it would wait as long again)
         self.thread = threading.Thread(target=self._loop, name=f"legalsat-slot-{index}", daemon=True)
 
     def spawn_once(self) -> None:
@@ -115,8 +119,7 @@ class _Slot:
         if not parent.poll(self.pool.start_timeout_s):
             proc.kill()
             proc.join()
-            self.timed_out = True
-            raise WorkerStartError(f"worker {self.index} did not start within {self.pool.start_timeout_s} s",
+            raise WorkerStartTimeout(f"worker {self.index} did not start within {self.pool.start_timeout_s} s",
                                    "start fewer workers (LEGALSAT_WORKERS) on a machine this loaded")
         try:
             parent.recv()
@@ -237,7 +240,7 @@ class WorkerPool:
         for t in starters:
             t.join()
         for s in self.slots:
-            if s.proc is None and s.timed_out:
+            if s.proc is None and isinstance(s.start_error, WorkerStartTimeout):
                 raise s.start_error  # a second start would wait its timeout again
             if s.proc is None:
                 s.spawn()  # one retry of a worker that exited while starting; surfaces its error

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from legalsat.kernels.source import HEADER_TL
 from tests.kernels.client import require_client
 from tools.misaligned_transpose_probe import class_kernel
 
@@ -25,7 +26,7 @@ def test_the_class_tile_is_bit_exact_into_misaligned_rows(monkeypatch, na, nb, p
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     text, grid = class_kernel(na, nb, na, pitch, ta=16, tb=16)
-    fn = load_module("import triton\nimport triton.language as tl\n\n" + text).class_tile
+    fn = load_module(HEADER_TL + "\n" + text).class_tile
     src = torch.randn(nb, na).to(torch.bfloat16)
     dst = torch.full((na * pitch,), float("nan"), dtype=torch.bfloat16)
     fn[(grid,)](src, dst)
