@@ -3,7 +3,8 @@ measured copy bandwidth; then the planner's cost model calibrated on those times
 
     python -m benchmarks.bench_kernels plan     # CPU: plan every workload -> benchmarks/kernel_plans.json
     python -m benchmarks.bench_kernels run      # GPU: check + time every candidate -> $OUT or benchmarks/
-    python -m benchmarks.bench_kernels report RESULTS.json   # CPU: calibrate, regret, RESULTS.md
+    python -m benchmarks.bench_kernels report RESULTS.json [--keep-facts]
+        # CPU: calibrate (--keep-facts: keep the shipped cost facts), regret, RESULTS.md
 
 `run` needs only torch, triton and legalsat's light modules (the Triton client never imports
 the planner), so the GPU machine runs the plans the CPU made. Each candidate strategy of a
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -132,6 +134,8 @@ def run(out_dir: Path) -> None:
         results["cases"].append(measure(name, entry, time_it=False))
     for name, entry in json.loads(PLANS.read_text()).items():
         results["workloads"].append(measure(name, entry, time_it=True))
+        # after each workload (a run cut short keeps what it measured; only a whole run has "timing")
+        (out_dir / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
     results["timing"] = {"method": METHOD,
                          "max_spread": round(max(spreads), 3),
                          "median_spread": round(sorted(spreads)[len(spreads) // 2], 3)}
@@ -167,10 +171,12 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _report(results: str) -> None:
+def _report(results: str, *flags: str) -> None:
     from benchmarks.kernel_report import report
 
-    report(Path(results))
+    if set(flags) - {"--keep-facts"}:
+        sys.exit("usage: python -m benchmarks.bench_kernels report RESULTS.json [--keep-facts]")
+    report(Path(results), keep_facts="--keep-facts" in flags)
 
 
 if __name__ == "__main__":

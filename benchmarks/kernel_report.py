@@ -149,7 +149,11 @@ def regrets(entries: dict, meas: dict, est: dict, order: dict[str, list[str]]) -
     return out
 
 
-def report(results_path: Path) -> None:
+def report(results_path: Path, keep_facts: bool = False) -> None:
+    """Calibrate the cost facts on a run and write them (legalsat/targets/sm90_cost.json), the
+    run (kernel_results.json) and RESULTS.md's kernel section. `keep_facts`: the shipped facts
+    stay as they are (no fit, nothing written to the cost file); the regrets and residuals are
+    theirs against this run."""
     from legalsat.targets.calibration import cost_document, cost_path
     from legalsat.targets.sm90 import ANALYTIC, SM90
 
@@ -165,9 +169,12 @@ def report(results_path: Path) -> None:
     analytic = replace(ANALYTIC, copy_bandwidth_gbps=int(round(results["copy_gbps"])), **kept)
     whatif = WhatIf(entries)
     before = regrets(entries, meas, whatif.estimates(analytic), whatif.order)  # the uncalibrated model
-    facts, rounds = fit(entries, meas, analytic)
     env = results["env"]
-    facts = replace(facts, source=f"calibrated on {env['gpu']} (driver {env['driver']}, triton {env['triton']})")
+    if keep_facts:
+        facts, rounds = SM90.cost, []
+    else:
+        facts, rounds = fit(entries, meas, analytic)
+        facts = replace(facts, source=f"calibrated on {env['gpu']} (driver {env['driver']}, triton {env['triton']})")
     after_est = whatif.estimates(facts)
     after = regrets(entries, meas, after_est, whatif.order)
     provenance = {"gpu": env["gpu"], "driver": env["driver"], "torch": env["torch"], "triton": env["triton"],
@@ -177,9 +184,10 @@ def report(results_path: Path) -> None:
     for kept_from in ("tile_walk", "fields"):
         if kept_from in old:
             provenance[kept_from] = old[kept_from]
-    cost_path("sm90").write_text(json.dumps(cost_document(facts, provenance), indent=1) + "\n")
+    if not keep_facts:
+        cost_path("sm90").write_text(json.dumps(cost_document(facts, provenance), indent=1) + "\n")
     (HERE / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
-    md = results_md(results, variants, meas, before, after, facts, rounds, residuals(meas, after_est))
+    md = results_md(results, variants, meas, before, after, facts, rounds, residuals(meas, after_est), keep_facts)
     write_section(HERE / "RESULTS.md", md)
     print(md)
 
@@ -199,7 +207,29 @@ def write_section(path: Path, md: str) -> None:
     path.write_text(text)
 
 
-def results_md(results, variants, meas, before, after, facts, rounds, resid) -> str:
+def launch_scale_md(results: dict) -> list[str]:
+    """The items under `SHORT_MS`, timed from CUDA graphs in the same run (the device's time
+    alone): lines of a table, or none when the run has no such times."""
+    rows = [w for w in results["workloads"] if any("graph_ms" in c for c in w["candidates"])]
+    if not rows:
+        return []
+    lines = ["", "Items this short are timed from CUDA graphs too (`do_bench_cudagraph`, the same rounds' "
+             "functions: the device's time alone; the events around an eager call also take in the host's launch "
+             "whenever the device waits for it):", "",
+             "| workload | PyTorch µs | torch.compile µs | legalsat µs (best) | copy_ µs (same size) | "
+             "× torch.compile | ÷ same-size copy |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for w in rows:
+        best = min((c for c in w["candidates"] if "graph_ms" in c), key=lambda c: c["graph_ms"])
+        us = best["graph_ms"] * 1e3
+        tc, cp = w.get("torch_compile_graph_ms"), w.get("copy_same_size_graph_ms")
+        lines.append(f"| {w['name']} | {w.get('torch_graph_ms', 0) * 1e3:.2f} | "
+                     + (f"{tc * 1e3:.2f}" if tc else "–") + f" | {us:.2f} ({best['strategy']}/{best['variant']}) | "
+                     + (f"{cp * 1e3:.2f}" if cp else "–") + " | " + (f"{tc * 1e3 / us:.2f}" if tc else "–")
+                     + " | " + (f"{cp * 1e3 / us:.2f}" if cp else "–") + " |")
+    return lines
+
+
+def results_md(results, variants, meas, before, after, facts, rounds, resid, kept: bool = False) -> str:
     env = results["env"]
     bw = results["copy_gbps"]
     lines = ["## Kernels on the GPU (every plan strategy, against PyTorch and the copy limit)", "",
@@ -240,6 +270,7 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
         same = f"{c / best:.2f}" if c < 1e9 and best else "–"
         lines.append(f"| {n} | {g(t) if t else '–'} | {g(tc) if tc else '–'} | " + " | ".join(cells)
                      + f" | {speedup} | {over_compile} | {same} | {first} |")
+    lines += launch_scale_md(results)
     inexact = [(w["name"], c["strategy"], c["variant"]) for w in results["workloads"] + results["cases"]
                for c in w["candidates"] if not c.get("exact")]
     total = sum(len(w["candidates"]) for w in results["workloads"] + results["cases"])
@@ -253,14 +284,17 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
                  else "not run."), "",
               "### Plan regret", "",
               "Measured time of the planner's first plan ÷ best measured time among its candidates.", "",
-              "| workload | analytic model: first (regret) | calibrated: first (regret) |", "| --- | --- | --- |"]
+              "| workload | analytic model: first (regret) | " + ("shipped" if kept else "calibrated")
+              + ": first (regret) |", "| --- | --- | --- |"]
     for n in after:
         b, a = before.get(n), after[n]
         lines.append(f"| {n} | {b['first']} ({b['regret']:.3f}) | {a['first']} ({a['regret']:.3f}) |")
     worst = max(a["regret"] for a in after.values())
-    lines += ["", f"Worst regret after calibration: **{worst:.3f}**.", "",
+    lines += ["", f"Worst regret {'of the shipped cost facts' if kept else 'after calibration'}: **{worst:.3f}**.", "",
               "### Calibrated cost facts (sm90)", "",
-              "Written to `legalsat/targets/sm90_cost.json`; the planner loads them at import.", "",
+              ("Not refitted on this run (`report --keep-facts`): those of `legalsat/targets/sm90_cost.json` "
+               f"({facts.source}), which the planner loads at import." if kept else
+               "Written to `legalsat/targets/sm90_cost.json`; the planner loads them at import."), "",
               "| fact | value |", "| --- | --- |"]
     lines += [f"| copy bandwidth | {facts.copy_bandwidth_gbps} GB/s |",
               f"| direct, by access width (‰ of copy) | {', '.join(f'{w} B: {e}' for w, e in facts.by_width)} |"]
@@ -268,10 +302,11 @@ def results_md(results, variants, meas, before, after, facts, rounds, resid) -> 
               for k in ("tma", "tma_transpose", "staged", "shuffle", "shuffle_gather", "inspector", "scatter",
                         "way_penalty")]
     lines += [f"| {k} | {getattr(facts, k)} |" for k in ("row_overhead_bytes", "sort_bytes_per_slot", "launch_ns")]
-    lines += ["", "Fit rounds (rms of log(measured / estimated) over the measured candidates): "
-              + "; ".join(f"{r['rms_log_error_before']:.3f} → {r['rms_log_error_after']:.3f} ({r['points']} points)"
-                          for r in rounds), "",
-              "| workload | strategy | measured µs | calibrated estimate µs |", "| --- | --- | --- | --- |"]
+    if rounds:
+        lines += ["", "Fit rounds (rms of log(measured / estimated) over the measured candidates): "
+                  + "; ".join(f"{r['rms_log_error_before']:.3f} → {r['rms_log_error_after']:.3f} ({r['points']} points)"
+                              for r in rounds)]
+    lines += ["", "| workload | strategy | measured µs | calibrated estimate µs |", "| --- | --- | --- | --- |"]
     lines += [f"| {w} | {s} | {m:.1f} | {e:.1f} |" for w, s, m, e in resid]
     return "\n".join(lines + copy_curve_md(results)) + "\n"
 

@@ -66,6 +66,31 @@ def timed_together(fns: list[Callable[[], object]], spreads: list[float] | None 
     return out
 
 
+def timed_against_copy(names: list[str], fns: list[Callable[[], object]], repeats: int = REPEATS,
+                       digits: int = 1) -> list[dict]:
+    """A probe's kernels timed together (`timed_together`), the last of `fns` the same-size
+    copy: one {kernel, us, copy_ratio} per function, each printed."""
+    ms = timed_together(fns, repeats=repeats)
+    rows = [{"kernel": n, "us": round(t * 1e3, digits), "copy_ratio": round(ms[-1] / t, 3)} for n, t in zip(names, ms)]
+    for r in rows:
+        print(f"{r['kernel']:40s} {r['us']:8.{digits}f} us  {r['copy_ratio']:.3f} of the copy", flush=True)
+    return rows
+
+
+def write_probe(filename: str, workload: str, rows: list[dict]) -> None:
+    """A probe's rows with the GPU's environment, as $OUT/`filename` (or ./`filename`)."""
+    import json
+    import os
+    from pathlib import Path
+
+    import torch
+
+    from benchmarks.environment import gpu_environment
+
+    result = {"env": gpu_environment(torch.device("cuda")), "workload": workload, "kernels": rows}
+    (Path(os.environ.get("OUT", ".")) / filename).write_text(json.dumps(result, indent=1) + "\n")
+
+
 def checked_kernels(name: str, response: dict, inp, want, gluon: bool) -> tuple[list[dict], list]:
     """Every plan of `response` as a kernel (TMA plans as the tl and, with `gluon`, the Gluon
     variant): output poisoned, compared bit for bit with `want`. Returns one record per
@@ -99,13 +124,14 @@ def checked_kernels(name: str, response: dict, inp, want, gluon: bool) -> tuple[
 
 def candidates(name: str, response: dict, inp, want, time_it: bool, gluon: bool,
                spreads: list[float] | None = None,
-               peers: dict[str, Callable[[], object]] | None = None) -> tuple[list[dict], dict[str, float]]:
+               peers: dict[str, Callable[[], object]] | None = None) -> tuple[list[dict], dict[str, float | str]]:
     """`checked_kernels`, then, when `time_it`, the exact ones timed together with `peers`
     (PyTorch, torch.compile, same-size copies: name -> function) in the same interleaved
     rounds (`timed_together`), so that every figure of a workload's row comes from one set of
-    rounds. Returns the candidate records (with `ms` when timed) and each peer's time in ms."""
+    rounds; items under `SHORT_MS` also from CUDA graphs (`graph_ms`, peers' `*_graph_ms`).
+    Returns the candidate records (with `ms` when timed) and each peer's time in ms."""
     out, kernels = checked_kernels(name, response, inp, want, gluon)
-    peer_ms: dict[str, float] = {}
+    peer_ms: dict[str, float | str] = {}
     if time_it:
         named = list((peers or {}).items())
         fns = [fn for _, fn in named] + [lambda k=k: inp.call(k, check=False) for _, k in kernels]
@@ -113,6 +139,17 @@ def candidates(name: str, response: dict, inp, want, time_it: bool, gluon: bool,
         peer_ms = {label: ms for (label, _), ms in zip(named, times)}
         for (cand, _), ms in zip(kernels, times[len(named):]):
             cand["ms"] = ms
+        if times and min(times) < SHORT_MS:
+            # launch-scale items: do_bench's events also take in the host's launch of each call
+            # whenever the device waits for it (a Python launch path on a slow host), so they
+            # are timed from CUDA graphs too: the device's time alone
+            try:
+                graph = timed_together(fns, repeats=SHORT_REPEATS, graph=True)
+                peer_ms |= {f"{label[:-3]}_graph_ms": ms for (label, _), ms in zip(named, graph)}
+                for (cand, _), ms in zip(kernels, graph[len(named):]):
+                    cand["graph_ms"] = ms
+            except Exception as e:  # noqa: BLE001 - a call that syncs with the host cannot be captured
+                peer_ms["graph_error"] = f"{type(e).__name__}: {str(e)[:200]}"
     for cand in out:
         print(f"  {name:48s} {cand['strategy']:18s} {cand['variant']:5s} exact={cand['exact']} "
               f"{cand.get('ms', float('nan')):.4f} ms {cand.get('error', '')[:200]}", flush=True)

@@ -55,6 +55,15 @@ def test_the_gpu_plan_check_recorded_every_plan_of_its_corpus_bit_exact():
     corpus = (root / "benchmarks" / "gpu_plan_check_dtypes_requests.jsonl").read_text().splitlines()
     assert dtypes["requests"] == len(corpus) == 16 and not dtypes["faults"] and not dtypes["differing"]
     assert all(key.endswith(" exact") for key in dtypes["counts"]) and sum(dtypes["counts"].values()) == 36
+    # copies whose source rows start off 16 bytes, read as aligned vectors and shifted: their own
+    # corpus, and every request of it still plans the shift
+    shifted = json.loads((root / "benchmarks" / "gpu_plan_check_shifted.json").read_text())
+    lines = (root / "benchmarks" / "gpu_plan_check_shifted_requests.jsonl").read_text().splitlines()
+    assert shifted["requests"] == len(lines) == 42 and not shifted["faults"] and not shifted["differing"]
+    assert shifted["counts"] == {"copy direct/tl exact": 42}
+    from legalsat.api import optimize
+
+    assert all(optimize(json.loads(line)["request"])["plans"][0]["pieces"][0].get("shifted_loads") for line in lines)
     r = subprocess.run([sys.executable, "-m", "tools.gpu_plan_check", "no-such-command"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "usage:" in r.stderr

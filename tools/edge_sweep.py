@@ -2,7 +2,7 @@
 small transposes, a padded pitch, 3-channel NCHW->NHWC), measured on the GPU next to
 `torch.compile` of the same op (whose generated Triton source is written too).
 
-    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [--interleave N] [NAME ...]
+    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [--interleave N [--cudagraph]] [NAME ...]
                                                       # on the GPU machine; writes $OUT/edge_sweep*.json
 
 `--plain`: staged tiles whose destination rows are misaligned are emitted unskewed (whole-tile
@@ -14,6 +14,8 @@ a sector, the emitter's choice) and load that many bytes of extra source rows.
 `--interleave N`: every exact variant of a workload, its same-size `copy_` and `torch.compile`
 are timed together in N interleaved rounds (`benchmarks.measure.timed_together`), so that drift
 weighs on all alike, instead of one after another.
+`--cudagraph` (with `--interleave`): each replayed from a CUDA graph, the device's time alone
+(the small transposes are otherwise mostly the host's launch).
 
 Each variant is the planner's plan with one piece's `tile` / `num_warps` replaced, re-emitted,
 checked bit-exact against PyTorch and timed (median of do_bench medians, benchmarks.measure).
@@ -105,6 +107,10 @@ def main() -> None:
         rounds = int(argv[k + 1])
         tag += "_interleaved"
         del argv[k:k + 2]
+    graph = "--cudagraph" in argv
+    if graph and not rounds:
+        raise SystemExit("--cudagraph times variants together: give --interleave N")
+    tag += "_cudagraph" if graph else ""
     names = [a for a in argv if not a.startswith("--")] or list(WORKLOADS)
     rows, summary = [], []
     for name, _, inp, want in workloads(lambda r: r, names):
@@ -145,7 +151,8 @@ def main() -> None:
                 if ms and (best is None or ms < best["ms"]):
                     best = row
         if rounds:
-            cp, tc, *times = timed_together([cp_fn, tc_fn] + [fn for _, fn in pending], repeats=rounds)
+            cp, tc, *times = timed_together([cp_fn, tc_fn] + [fn for _, fn in pending], repeats=rounds,
+                                          graph=graph)
             for (row, _), ms in zip(pending, times):
                 row["ms"] = ms
                 if best is None or ms < best["ms"]:

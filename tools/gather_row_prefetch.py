@@ -4,6 +4,9 @@ against the planned index-major gather, torch.compile of the same op and a same-
     python -m tools.gather_row_prefetch            # on the GPU machine; writes $OUT/gather_row_prefetch.json
     python -m tools.gather_row_prefetch --staged   # also the register-staged variant (see below)
     python -m tools.gather_row_prefetch --compile-staged   # CPU: how long that variant takes to compile
+    python -m tools.gather_row_prefetch --counts [--cudagraph]
+        # also by column count; --cudagraph: every function replayed from a CUDA graph (the
+        # device's time alone, where do_bench's events also take in a slow host's launches)
 
 - `pf`: each program first prefetches its whole source rows into L2 (`prefetch.global.L2`, one
   per 128-byte line), so DRAM streams the rows instead of answering scattered sector reads,
@@ -88,7 +91,7 @@ def _launch(kernel, programs: int, args: tuple, warps: int):
     return lambda: kernel[(programs,)](*args, num_warps=warps)
 
 
-def main(staged: bool, rounds: int = 7) -> dict:
+def main(staged: bool, rounds: int = 7, graph: bool = False) -> dict:
     dev = torch.device("cuda")
     results = {}
     for name, entry in json.loads(PLANS.read_text()).items():
@@ -103,10 +106,11 @@ def main(staged: bool, rounds: int = 7) -> dict:
         peer = compiled_peer(inp)
         if same_bits(peer(), ref):
             fns["torch.compile"] = peer
-        k = build_kernel(resp)
-        poison(inp)
-        if same_bits(inp.call(k), ref):
-            fns["planned"] = lambda k=k, inp=inp: inp.call(k, check=False)
+        for variant in ("tl", "gluon"):  # the plan's kernel as emitted, each variant
+            k = build_kernel(resp, variant=variant)
+            poison(inp)
+            if same_bits(inp.call(k), ref):
+                fns[f"planned {variant}"] = lambda k=k, inp=inp: inp.call(k, check=False)
         K = triton.next_power_of_2(count)
         args = (inp.src, inp.index, inp.out)
         variants = {f"{'pf' if pf else 'nopf'} R{r} w{w}":
@@ -126,14 +130,15 @@ def main(staged: bool, rounds: int = 7) -> dict:
             print(f"{label}: exact={exact} (compiled in {time.time() - t0:.1f} s)", flush=True)
             if exact:
                 fns[label] = fn
-        ms = timed_together(list(fns.values()), repeats=rounds)
+        ms = timed_together(list(fns.values()), repeats=rounds, graph=graph)
         results[name] = dict(sorted(zip(fns, ms), key=lambda t: t[1]))
         for label, t in results[name].items():
             print(f"{name[:40]:40s} {label:16s} {t * 1000:8.2f} us", flush=True)
     return results
 
 
-def by_count(counts=(64, 250, 500, 1000, 2000, 4000), rows: int = 2048, bound: int = 4096, rounds: int = 7) -> dict:
+def by_count(counts=(64, 250, 500, 1000, 2000, 4000), rows: int = 2048, bound: int = 4096, rounds: int = 7,
+             graph: bool = False) -> dict:
     """The index-major gather's shape (1,024 entries x 1 row, 2 warps: `nopf R1 w2`) against the
     Gluon staged row and torch.compile, for `count` random distinct columns of `bound` fp32:
     where a whole row's load pays (most of its sectors are read anyway) and where it does not."""
@@ -167,7 +172,7 @@ def by_count(counts=(64, 250, 500, 1000, 2000, 4000), rows: int = 2048, bound: i
                 fns[label] = fn
             else:
                 print(f"{count}: {label} differs", flush=True)
-        ms = timed_together(list(fns.values()), repeats=rounds)
+        ms = timed_together(list(fns.values()), repeats=rounds, graph=graph)
         results[f"{count} of {bound} fp32 columns x {rows} rows"] = dict(sorted(zip(fns, ms), key=lambda t: t[1]))
         for label, t in results[f"{count} of {bound} fp32 columns x {rows} rows"].items():
             print(f"{count:5d} {label:28s} {t * 1000:8.2f} us", flush=True)
@@ -199,11 +204,13 @@ if __name__ == "__main__" and sys.argv[1:] == ["--compile-staged"]:
               "compile_seconds": round(seconds, 1)}
     (Path(os.environ.get("OUT") or ".") / "staged_gather_compile.json").write_text(json.dumps(record, indent=1) + "\n")
 elif __name__ == "__main__":
-    out = Path(os.environ.get("OUT") or ".") / "gather_row_prefetch.json"
+    graph = "--cudagraph" in sys.argv[1:]
+    out = Path(os.environ.get("OUT") or ".") / f"gather_row_prefetch{'_cudagraph' if graph else ''}.json"
     from benchmarks.environment import gpu_environment
 
-    result = {"env": gpu_environment(torch.device("cuda")), **main("--staged" in sys.argv[1:])}
+    result = {"env": gpu_environment(torch.device("cuda")), "cudagraph": graph,
+              **main("--staged" in sys.argv[1:], graph=graph)}
     if "--counts" in sys.argv[1:]:
-        result["by_count"] = by_count()
+        result["by_count"] = by_count(graph=graph)
     out.write_text(json.dumps(result, indent=1) + "\n")
     print("wrote", out)

@@ -24,9 +24,7 @@ Every variant is checked bit-exact against PyTorch and timed in interleaved roun
 from __future__ import annotations
 
 import json
-import os
 from math import gcd
-from pathlib import Path
 
 from legalsat.kernels.source import HEADER_TL
 from legalsat.terms.integers import cdiv
@@ -82,7 +80,7 @@ def main() -> list[dict]:
     import torch
 
     from benchmarks.bench_kernels import PLANS
-    from benchmarks.measure import same_size_copy, timed_together
+    from benchmarks.measure import same_size_copy, timed_against_copy
     from legalsat.clients.triton import build_kernel, load_module
 
     dev = torch.device("cuda")
@@ -108,19 +106,10 @@ def main() -> list[dict]:
     names.append("planned skewed tile")
     fns.append(same_size_copy(2 * src.numel() * src.element_size(), dev))
     names.append("same-size copy_")
-    ms = timed_together(fns)
-    rows = [{"kernel": n, "us": round(t * 1e3, 1), "copy_ratio": round(ms[-1] / t, 3)} for n, t in zip(names, ms)]
-    for r in rows:
-        print(f"{r['kernel']:40s} {r['us']:8.1f} us  {r['copy_ratio']:.3f} of the copy", flush=True)
-    return rows
+    return timed_against_copy(names, fns, digits=1)
 
 
 if __name__ == "__main__":
-    import torch
+    from benchmarks.measure import write_probe
 
-    from benchmarks.environment import gpu_environment
-
-    rows = main()
-    result = {"env": gpu_environment(torch.device("cuda")), "workload": WORKLOAD, "kernels": rows}
-    path = Path(os.environ.get("OUT", ".")) / "misaligned_transpose_probe.json"
-    path.write_text(json.dumps(result, indent=1) + "\n")
+    write_probe("misaligned_transpose_probe.json", WORKLOAD, main())

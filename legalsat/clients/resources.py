@@ -63,8 +63,10 @@ def signature(em: Emitted, ln: Launch) -> tuple[dict, object, dict]:
     for name, arg in zip(names, ln.args):
         if arg == "out" and tile is not None and tile.element != "words":
             sig[name] = _pointer(torch.float32 if tile.element == "float32" else torch.int32)
-        elif arg in ("src", "dst", "out"):
+        elif arg in ("src", "dst", "out", "src:aligned"):
             sig[name] = _pointer(WORD_DTYPE[ln.word])
+        elif arg == "src:skew":
+            sig[name] = "i32"
         elif arg in ("index", "group"):
             sig[name] = _pointer(torch.int64)
         elif arg == "dump":

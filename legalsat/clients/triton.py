@@ -104,6 +104,17 @@ def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> tor
     return flat[begin:begin + n * word].view(WORD_DTYPE[word])
 
 
+def aligned_words(view: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """(a word view starting at the 16-byte boundary at or before `view`'s first word, the
+    words from there to it): what a kernel with `shifted_loads` reads its source through.
+    (view, -1) when that boundary lies before the view's storage (a foreign buffer whose
+    base is not 16-byte aligned): the kernel then copies word by word."""
+    skew = view.data_ptr() % 16 // view.element_size()
+    if view.storage_offset() < skew:
+        return view, -1
+    return view.as_strided((view.numel() + skew,), (1,), view.storage_offset() - skew), skew
+
+
 def _view_bytes(view: dict) -> int:
     """Bytes of one element of a request view (JSON form)."""
     return ELEMENT_TYPES[view["dtype"]].storage_bits // 8
@@ -382,6 +393,11 @@ class Kernel:
                     if (a, ln.word) not in views:
                         views[(a, ln.word)] = self._words(a, named[a], ln.word)
                     args.append(views[(a, ln.word)])
+                elif a in ("src:aligned", "src:skew"):
+                    if ("src", ln.word) not in views:
+                        views[("src", ln.word)] = self._words("src", named["src"], ln.word)
+                    base, skew = aligned_words(views[("src", ln.word)])
+                    args.append(base if a == "src:aligned" else skew)
                 else:
                     args.append(named[a])
             grid = ln.grid

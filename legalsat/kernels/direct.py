@@ -2,7 +2,8 @@
 
 Copies walk the piece flat, `tile[0]` elements per program, in destination order (the
 dim with the smallest destination stride fastest, so stores are contiguous and 16-byte
-where the plan's alignment allows). Gathers move `rows_per_program` index entries per
+where the plan's alignment allows); a piece with `shifted_loads` reads misaligned source rows
+as aligned 16-byte vectors and shifts them into place (`shifted_copy_kernel`). Gathers move `rows_per_program` index entries per
 program, each entry's slab as one contiguous run where the slab is contiguous; a gather
 along an inner axis runs its tile along the entries instead (`gather_columns_kernel`).
 """
@@ -10,9 +11,10 @@ along an inner axis runs its tile along the entries instead (`gather_columns_ker
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import prod
 
 from legalsat.kernels.source import Launch, decompose, program_id
-from legalsat.kernels.words import INT32_LIMIT, WordPiece
+from legalsat.kernels.words import INT32_LIMIT, WordPiece, plan_error
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
 
@@ -53,6 +55,66 @@ def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, 
     return "\n".join(lines) + "\n", cdiv(n, block)
 
 
+def shifted_copy_kernel(name: str, p: WordPiece, block_elems: int, field: str) -> tuple[str, int]:
+    """Source of a piece's copy whose source rows start off 16 bytes (`shifted_loads`), and
+    its program count. Each program copies `r` rows x `bc` words of the innermost dim (its
+    block). The kernel takes `src` at the 16-byte boundary at or before the source view's
+    first word and `skew`, the words from there to it. A row's loads start at the boundary
+    at or before its first word (`a`, `e` words before it) and read whole 16-byte vectors,
+    each thread its own and the next (an L1 hit: its neighbour's); each output vector takes
+    its words from the two by `e` (a gather within the thread's registers), so loads and
+    stores are 16-byte vectors. Programs whose reads all hold words of their rows run
+    unmasked; the others read only vectors holding a word they copy, which never leaves the
+    16-byte vectors the view touches (no page is crossed). `skew < 0` (the client found the
+    boundary outside the source's storage): word by word from the view's own address."""
+    p = p.coalesced()
+    *outer, inner = p.dims
+    v = 16 // p.word
+    if inner.src != 1 or inner.dst != 1 or inner.extent < v:
+        raise plan_error(f"{field}.shifted_loads", f"{field}.shifted_loads is set but the piece's innermost dim is not "
+                         f"a run of at least {v} words contiguous on both sides")
+    if p.dst_offset % v or any(d.dst % v for d in outer):
+        raise plan_error(f"{field}.shifted_loads", f"{field}.shifted_loads is set but the destination's rows do not "
+                         "all start on 16 bytes")
+    n = inner.extent
+    bc = max(v, min(pow2_at_least(n), pow2_at_most(max(block_elems, 1))))
+    r = max(block_elems // bc, 1)
+    rows = prod(d.extent for d in outer)
+    nct = cdiv(n, bc)
+    full_c, full_r = (n - v) // bc, rows // r  # column blocks whose next vector is still in the row
+    src_terms = [str(p.src_offset)] + [f"i{k} * {d.src}" for k, d in enumerate(outer) if d.src]
+    dst_terms = [str(p.dst_offset)] + [f"i{k} * {d.dst}" for k, d in enumerate(outer) if d.dst]
+    shape3 = f"({r}, {bc // v}, {v})"
+    pick = (f"tl.where(k < {v}, tl.gather(tl.reshape(m, {shape3}), k % {v}, axis=2), "
+            f"tl.gather(tl.reshape(nx, {shape3}), k % {v}, axis=2))")
+    # the boundary's skew and the next vector reach up to 2 vectors past the source's span
+    bits = 64 if p.src_offset + p.span("src") + 2 * v > INT32_LIMIT else p.index_bits()
+    lines = [f"@triton.jit\ndef {name}(src, dst, skew):", program_id(bits),
+             f"    ct = pid % {nct}", f"    rt = pid // {nct}", f"    rr = rt * {r} + tl.arange(0, {r})"]
+    lines += decompose("rr", [(f"i{k}", d.extent) for k, d in enumerate(outer)])
+    lines += [f"    srow = {' + '.join(src_terms)} + rr * 0", f"    drow = {' + '.join(dst_terms)} + rr * 0",
+              f"    c = ct * {bc} + tl.arange(0, {bc})", "    d = dst + drow[:, None] + c[None, :]",
+              "    if skew >= 0:",
+              "        start = skew + srow",
+              f"        e = start % {v}",
+              f"        s = src + tl.multiple_of(start - e, {v})[:, None] + c[None, :]",
+              f"        k = tl.broadcast_to(tl.arange(0, {v})[None, None, :] + e[:, None, None], {shape3})",
+              f"        if (rt < {full_r}) & (ct < {full_c}):",
+              "            m = tl.load(s)",
+              f"            nx = tl.load(s + {v})",
+              f"            tl.store(d, tl.reshape({pick}, ({r}, {bc})))",
+              "        else:",
+              f"            ok = (rr < {rows})[:, None]",
+              f"            q = (c // {v} * {v})[None, :]",
+              f"            m = tl.load(s, mask=ok & (q < (e + {n})[:, None]))",
+              f"            nx = tl.load(s + {v}, mask=ok & ((e > 0)[:, None]) & (q + {v} < (e + {n})[:, None]))",
+              f"            tl.store(d, tl.reshape({pick}, ({r}, {bc})), mask=ok & (c < {n})[None, :])",
+              "    else:",
+              f"        ok = (rr < {rows})[:, None] & (c < {n})[None, :]",
+              "        tl.store(d, tl.load(src + srow[:, None] + c[None, :], mask=ok), mask=ok)"]
+    return "\n".join(lines) + "\n", nct * cdiv(rows, r)
+
+
 def flat_in_order(p: WordPiece, order: list[int], side: str) -> bool:
     """True when `side`'s offset of traversal index i is i itself: its strides, taken in
     traversal order (`order`, outermost first), are those of a contiguous array."""
@@ -69,9 +131,14 @@ def emit_direct_copy(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[lis
     texts, launches = [], []
     for i, p, raw in pieces:
         block = max(raw.tile[0] if raw.tile else 1024, 1)
-        text, grid = direct_copy_kernel(f"direct_copy_{i}", p, block)
+        if raw.shifted_loads:
+            text, grid = shifted_copy_kernel(f"direct_copy_{i}", p, block, f"pieces[{i}]")
+            args: tuple[str, ...] = ("src:aligned", "dst", "src:skew")
+        else:
+            text, grid = direct_copy_kernel(f"direct_copy_{i}", p, block)
+            args = ("src", "dst")
         texts.append(text)
-        launches.append(Launch(f"direct_copy_{i}", grid, raw.num_warps, ("src", "dst"), word=p.word))
+        launches.append(Launch(f"direct_copy_{i}", grid, raw.num_warps, args, word=p.word))
     return texts, launches
 
 

@@ -5,11 +5,16 @@ stages the row in shared memory and reads it there at the indices.
 
 The tl kernel (`legalsat.kernels.direct.gather_columns_kernel`) loads, for each entry, the
 sectors it touches: scattered 4-byte reads that keep the L1 busy. Where the entries touch most
-of a row's sectors anyway, reading the row whole is faster. Measured on the H100
-(`python -m tools.gather_row_prefetch --counts`, 2,048 rows of 4,096 fp32, random distinct
-columns; benchmarks/gather_row_prefetch.json): 1,000 columns 18.0 us staged (16 warps), 23.7 us
-the tl kernel, 26.4 us torch.compile; 500: 17.3 / 20.3 / 21.3; 250: 17.8 / 15.7 / 30.0; 64:
-16.3 / 8.4 / 32.0. Hence the default (`default_variant`) takes it from
+of a row's sectors anyway, reading the row whole is as fast. Measured on the H100 in device
+time (`python -m tools.gather_row_prefetch --counts --cudagraph`, 2,048 rows of 4,096 fp32,
+random distinct columns, each kernel replayed from a CUDA graph;
+benchmarks/gather_row_prefetch_cudagraph.json): 1,000 columns 11.6 us staged (16 warps),
+11.8 us the tl kernel's shape, 15.3 us torch.compile; 500: 8.5 / 7.9 / 10.2; 250: 7.7 / 5.0 /
+5.0; 64: 6.4 / 2.5 / 2.3; 2,000 and 4,000 columns (past the hand-written tl shape's 1,024
+entries) 15.6 and 21.0 us staged against 24.2 and 39.1 for torch.compile. The benchmark's
+1,000-column plan, as emitted: tl 11.86 us, Gluon 12.12. (Timed eagerly, with do_bench's events
+also taking in the host's launches, the staged row looked faster from a twelfth of a row:
+benchmarks/gather_row_prefetch.json.) Hence the default (`default_variant`) takes it from
 `GLUON_GATHER_MIN_SHARE` of a row's entries, and from `GLUON_GATHER_MIN_ROWS` rows.
 """
 
@@ -32,8 +37,8 @@ GLUON_GATHER_MIN_ROWS = 2048
 # entries a program picks at once (a longer index is taken in steps of this many)
 GLUON_ENTRY_STEP = 4096
 # the share of a row's elements an index should pick for the staged row to be the default: the
-# tl kernel was faster at 250 of 4,096 columns, the staged row at 500 (H100, see above)
-GLUON_GATHER_MIN_SHARE = 1 / 12
+# tl kernel was faster up to 500 of 4,096 columns and even at 1,000 (H100 device time, see above)
+GLUON_GATHER_MIN_SHARE = 1 / 4
 
 
 def staged_row_form(p: WordPiece, raw: PieceOut, gather: GatherOut, smem_budget: int) -> bool:

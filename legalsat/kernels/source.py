@@ -38,7 +38,9 @@ class DescriptorSpec:
 @dataclass(frozen=True)
 class Launch:
     """One kernel launch. `args` name what the client passes: src, dst (word views), index,
-    out, group, desc:NAME (a DescriptorSpec), buf:NAME (a scratch buffer). `grid` is a
+    out, group, desc:NAME (a DescriptorSpec), buf:NAME (a scratch buffer), src:aligned and
+    src:skew (the source's word view from the 16-byte boundary at or before it, and the words
+    from there to it: `clients.triton.aligned_words`). `grid` is a
     program count, or "persistent" (the client sizes it to the GPU)."""
 
     kernel: str

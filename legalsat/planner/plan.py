@@ -80,6 +80,7 @@ class Piece:
     descriptors: tuple[Descriptor, ...] | None = None
     smem: SmemLayout | None = None
     pipeline: AsyncPipeline | None = None
+    shifted_loads: bool = False  # source rows read as the aligned vectors around them, shifted
 
 
 @dataclass(frozen=True)

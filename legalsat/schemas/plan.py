@@ -140,6 +140,10 @@ class PieceOut(Out):
     descriptors: list[DescriptorOut] | None = Field(None, description="the piece's TMA descriptors")
     smem: SmemOut | None = Field(None, description="the piece's shared-memory tile")
     async_: AsyncOut | None = Field(None, alias="async", description="the piece's asynchronous protocol")
+    shifted_loads: bool | None = Field(None, description="a direct copy whose source rows start off 16 bytes (its "
+                                       "destination's do not): each row is read as the aligned 16-byte vectors that "
+                                       "hold it and shifted into place in registers, so vector_bytes is 16 on both "
+                                       "sides; absent: loads are as wide as the source's alignment allows")
 
 
 class InspectorOut(Out):

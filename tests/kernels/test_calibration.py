@@ -31,7 +31,9 @@ def test_shipped_calibration_is_loaded():
 
     assert cost_path("sm90").exists()
     assert SM90.cost.source.startswith("calibrated on")
-    assert SM90.cost.copy_bandwidth_gbps == round(RESULTS["copy_gbps"])
+    # the facts' copy bandwidth is a calibration run's; a later run replayed with the shipped
+    # facts (`report --keep-facts`) measured it within 0.5%
+    assert abs(SM90.cost.copy_bandwidth_gbps / RESULTS["copy_gbps"] - 1) <= 0.005
 
 
 def test_cost_file_round_trip(tmp_path, monkeypatch):

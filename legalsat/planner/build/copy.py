@@ -38,8 +38,48 @@ def _straight_dim(r: Region) -> int | None:
     return next((k for k, (n, s, d) in enumerate(r.dims) if n > 1 and s == 1 and d == 1), None)
 
 
+# A direct copy whose source rows start off 16 bytes while its destination's do not reads each
+# row as the aligned 16-byte vectors that hold it and shifts it into place in registers
+# (legalsat.kernels.direct), where its loads would otherwise be one element wide: on the H100
+# a column slice of a 4098-wide bf16 matrix from a 2-byte aligned base ran at 1.00 of a
+# same-size copy against 0.96 with 2-byte loads (`python -m tools.shifted_load_probe`,
+# benchmarks/shifted_load_probe.json). Each thread holds one vector and reads its neighbour's;
+# a program moves SHIFT_BLOCK_BYTES (the probe's fastest: 1 x 1024 bf16, 4 warps).
+SHIFT_MIN_RUN_BYTES = 128
+SHIFT_BLOCK_BYTES = 2048
+
+
+def shifted_loads(r: Region) -> bool:
+    """True when `r`'s source rows are read as aligned vectors and shifted: elements of at
+    most 8 bytes, the innermost destination dim contiguous on both sides and at least
+    `SHIFT_MIN_RUN_BYTES` long, every destination row starting on 16 bytes and the source's
+    not (base, offset or pitch), unless the source is one contiguous run in the destination's
+    order from a 16-byte aligned start (the flat copy then loads it as 16-byte vectors: a
+    copy of 50257-wide rows into a padded pitch)."""
+    big = sorted((k for k, (n, _, _) in enumerate(r.dims) if n > 1), key=lambda k: (r.dims[k][2], r.dims[k][1]))
+    if r.eb > 8 or not big:
+        return False
+    inner = big[0]
+    n, s, d = r.dims[inner]
+    if s != 1 or d != 1 or n * r.eb < SHIFT_MIN_RUN_BYTES or _aligned(r, "dst", inner) < 16:
+        return False
+    run = 1
+    for k in big:  # innermost first: is the source one run in this order?
+        if r.dims[k][1] != run:
+            break
+        run *= r.dims[k][0]
+    else:
+        return lowbit(gcd(r.src_align, r.src_offset), 16) < 16
+    return _aligned(r, "src", inner) < 16
+
+
 def direct_piece(r: Region, target: Target) -> tuple[Piece, Walk]:
-    f = solve_linear(r, min_programs=PROGRAMS_PER_SM * target.sm_count)
+    shift = shifted_loads(r)
+    f = solve_linear(r, max_block_bytes=SHIFT_BLOCK_BYTES if shift else 16384,
+                     min_programs=PROGRAMS_PER_SM * target.sm_count)
+    if shift:  # 16-byte loads and stores (the source's through the shift)
+        return (_piece(r, Strategy.DIRECT, (f.block,), f.grid, f.num_warps, 16, shifted_loads=True),
+                Walk(r, linear=f.block))
     return _piece(r, Strategy.DIRECT, (f.block,), f.grid, f.num_warps, f.vector_bytes), Walk(r, linear=f.block)
 
 

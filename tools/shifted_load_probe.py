@@ -1,0 +1,119 @@
+"""A copy whose source rows start off 16 bytes (a column slice of a 4098-wide bf16 matrix
+whose base is 2-byte aligned), read as whole 16-byte vectors and shifted into place,
+measured against the planned direct kernel (2-byte loads), `torch.compile` and a same-size
+copy_.
+
+    python -m tools.shifted_load_probe   # on the GPU machine; writes $OUT/shifted_load_probe.json
+
+`shifted`: each program copies `R` rows x `BC` columns. Its loads start each row at the
+16-byte boundary at or before the row's first element (the kernel is passed the allocation's
+aligned base and the view's element offset) and read each 16-byte vector and the one after it
+(the second an L1 hit: the neighbouring thread's); each thread picks its 8 elements from the two
+by the row's misalignment (`tl.gather` along a thread-held axis of 8), so loads and stores are
+both 16-byte vectors and no shared memory is used. (A gather along the whole row, Triton's
+generic warp-local form, compiles to 128 shuffles an element; this one to 2.)
+Every variant is checked bit-exact against PyTorch and timed
+in interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import json
+
+from legalsat.kernels.source import HEADER_TL
+
+WORKLOAD = "column slice 8192×4096 of 4098 bf16, base 2 B aligned"
+SHAPES = ((1, 1024, 4), (2, 1024, 8), (4, 512, 4), (8, 256, 4), (2, 2048, 8), (4, 1024, 8), (1, 2048, 8), (2, 512, 4))  # (R, BC, warps)
+
+
+def shifted_kernel(rows: int, cols: int, pitch: int, r: int, bc: int, word: int = 2) -> tuple[str, int]:
+    """Source and program count of the shifted copy: dst[i, c] = base[off + i * pitch + c]
+    (`rows` x `cols`, dst contiguous), `base` 16-byte aligned, `off` a runtime argument."""
+    v = 16 // word  # elements of a 16-byte vector
+    if cols % bc or rows % r:
+        raise ValueError(f"{rows} x {cols} is not whole {r} x {bc} tiles")
+    nct = cols // bc
+    text = f"""@triton.jit
+def shifted_copy(base, dst, off):
+    pid = tl.program_id(0)
+    ct = pid % {nct}
+    rt = pid // {nct}
+    i = rt * {r} + tl.arange(0, {r})
+    c = ct * {bc} + tl.arange(0, {bc})
+    start = off + i.to(tl.int64) * {pitch}
+    e = (start % {v}).to(tl.int32)
+    a = tl.multiple_of(start - e, {v})
+    p = base + a[:, None] + c[None, :]
+    m = tl.reshape(tl.load(p), ({r}, {bc // v}, {v}))
+    n = tl.reshape(tl.load(p + {v}), ({r}, {bc // v}, {v}))
+    k = tl.broadcast_to(tl.arange(0, {v})[None, None, :] + e[:, None, None], ({r}, {bc // v}, {v}))
+    y = tl.where(k < {v}, tl.gather(m, k % {v}, axis=2), tl.gather(n, k % {v}, axis=2))
+    tl.store(dst + i[:, None] * {cols} + c[None, :], tl.reshape(y, ({r}, {bc})))
+"""
+    return text, (rows // r) * nct
+
+
+def sm90_ptx(r: int = 2, bc: int = 1024, warps: int = 8) -> str:
+    """The PTX of the workload's shifted copy compiled for sm90 (no GPU needed)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
+
+    from legalsat.clients.triton import load_module
+
+    text, _ = shifted_kernel(8192, 4096, 4098, r, bc)
+    fn = load_module(HEADER_TL + "\n" + text).shifted_copy
+    aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
+    k = triton.compile(ASTSource(fn, {"base": "*bf16", "dst": "*bf16", "off": "i32"}, constexprs={}, attrs=aligned),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    return k.asm["ptx"]
+
+
+def main() -> list[dict]:
+    import torch
+
+    from benchmarks.bench_kernels import PLANS
+    from benchmarks.measure import same_size_copy, timed_against_copy
+    from legalsat.clients.triton import build_kernel, load_module
+
+    dev = torch.device("cuda")
+    rows, cols, pitch, off = 8192, 4096, 4098, 1
+    buf = torch.randn(rows * pitch + 16, device=dev).to(torch.bfloat16)  # 16 spare: the last row's next vector
+    src = buf.as_strided((rows, cols), (pitch, 1), off)
+    want = src.contiguous()
+    fns, names = [], []
+    for r, bc, warps in SHAPES:
+        text, grid = shifted_kernel(rows, cols, pitch, r, bc)
+        fn = load_module(HEADER_TL + "\n" + text).shifted_copy
+        dst = torch.full((rows, cols), float("nan"), device=dev, dtype=torch.bfloat16)
+        try:
+            fn[(grid,)](buf, dst, off, num_warps=warps)
+            exact = torch.equal(dst.view(torch.int16), want.view(torch.int16))
+        except Exception as e:  # reported, not fatal
+            exact = False
+            print(f"shifted {r}x{bc} w{warps}: {type(e).__name__}: {str(e)[:300]}", flush=True)
+        print(f"shifted {r}x{bc} w{warps}: exact {exact}", flush=True)
+        if exact:
+            fns.append(lambda fn=fn, grid=grid, dst=dst, w=warps: fn[(grid,)](buf, dst, off, num_warps=w))
+            names.append(f"shifted R={r} BC={bc} warps={warps}")
+    planned = build_kernel(json.loads(PLANS.read_text())[WORKLOAD]["response"], variant="tl")
+    out = torch.empty(rows, cols, device=dev, dtype=torch.bfloat16)
+    planned(src, out)
+    assert torch.equal(out.view(torch.int16), want.view(torch.int16)), "the planned kernel"
+    fns.append(lambda: planned(src, out))
+    names.append("planned direct")
+    compiled = torch.compile(lambda d, s: d.copy_(s), dynamic=False)
+    tc_out = torch.empty_like(out)
+    compiled(tc_out, src)
+    assert torch.equal(tc_out.view(torch.int16), want.view(torch.int16)), "torch.compile"
+    fns.append(lambda: compiled(tc_out, src))
+    names.append("torch.compile")
+    fns.append(same_size_copy(2 * src.numel() * src.element_size(), dev))
+    names.append("same-size copy_")
+    return timed_against_copy(names, fns, repeats=5, digits=2)
+
+
+if __name__ == "__main__":
+    from benchmarks.measure import write_probe
+
+    write_probe("shifted_load_probe.json", WORKLOAD, main())
