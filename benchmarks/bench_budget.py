@@ -72,6 +72,7 @@ def run(which: str = "fit", out_dir: Path | None = None) -> None:
 
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import METHOD, checked_kernels, same_size_copy, timed_together
+    from legalsat.kernels import piece_forms
     from legalsat.testing.torch_reference import make_inputs, reference
 
     out_dir = Path(out_dir or os.environ.get("OUT") or HERE)
@@ -94,6 +95,7 @@ def run(which: str = "fit", out_dir: Path | None = None) -> None:
                 row = kernels.setdefault(key, {"strategy": rec["strategy"], "variant": rec["variant"],
                                                "tiles": [pc["tile"] for pc in p["pieces"]],
                                                "stages": [pc.get("num_stages") for pc in p["pieces"]],
+                                               "forms": piece_forms(p),
                                                "exact": rec["exact"], "error": rec.get("error"),
                                                "planned": [], "kernel": fns.get(id(rec)) if id(rec) in ok else None})
                 row["planned"].append({"budget": budget, "rank": rec["plan"],
@@ -147,7 +149,7 @@ def table(results: dict) -> str:
     return "\n".join(lines)
 
 
-def replanned(results: dict) -> str:
+def replanned(results: dict, run: str = "") -> str:
     """Markdown: the recorded kernels against the planner as it is now (re-planned here, on
     the CPU: `legalsat.testing.budget_replay`): per workload and budget, its first plan
     (estimate and the time of the kernel `build_kernel` runs by default), each strategy's
@@ -158,7 +160,7 @@ def replanned(results: dict) -> str:
     lines = ["| workload | smem_bytes | first plan: tile, estimate / measured | direct | tma | staged_smem | regret |",
              "| --- | ---: | --- | ---: | ---: | ---: | ---: |"]
     ratios = []
-    for r in replayed(results):
+    for r in replayed(results, run):
         best: dict[str, float] = {}
         for p, us in r.plans:
             if us and p["strategy"] in ("tma", "staged_smem"):
@@ -181,8 +183,8 @@ def replanned(results: dict) -> str:
 
 
 def report(which: str = "fit", results_path: str | None = None) -> None:
-    results = json.loads(Path(results_path or _path("results", which)).read_text())
-    print(replanned(results))
+    path = Path(results_path or _path("results", which))
+    print(replanned(json.loads(path.read_text()), path.name))
 
 
 if __name__ == "__main__":

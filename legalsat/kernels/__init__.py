@@ -34,7 +34,7 @@ from legalsat.kernels.gather_gluon import (
 from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
 from legalsat.kernels.source import HEADER_GLUON, HEADER_GLUON_WGMMA, HEADER_TL, Emitted, TileOutput
-from legalsat.kernels.staged import emit_staged
+from legalsat.kernels.staged import emit_staged, staged_form
 from legalsat.kernels.tile import emit_tile_tl, stage_words, tile_walk
 from legalsat.kernels.tile_gluon import emit_tile_gluon
 from legalsat.kernels.tma import emit_tma_tl, tma_piece
@@ -166,6 +166,14 @@ def kernel_variants(plan: PlanOut | dict, sm90: bool) -> list[str]:
             if emit(plan, "gluon").variant == "gluon":
                 return ["tl", "gluon"]
     return ["tl"]
+
+
+def piece_forms(plan: PlanOut | dict) -> list[str | None]:
+    """Per piece, the tile a staged piece runs ("skewed" or "plain", `staged.staged_form`);
+    None for the other strategies: what tells two kernels of one tile apart."""
+    plan = validate_plan(plan)
+    return [staged_form(word_piece(p, f"pieces[{i}]"), p) if p.strategy == Strategy.STAGED_SMEM else None
+            for i, p in enumerate(plan.pieces)]
 
 
 def default_variant(plan: PlanOut | dict, sm90: bool) -> str:

@@ -107,15 +107,20 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     return "\n".join(lines) + "\n", total
 
 
+def staged_form(p: WordPiece, raw: PieceOut) -> str:
+    """The tile `emit_staged` runs for a staged piece: "skewed" or "plain". The plan's store
+    width decides: 16-byte stores into misaligned rows are the skewed tile's; stores of one
+    element are the plain tile's (a destination that stays in L2, or source runs under a
+    sector)."""
+    return "skewed" if skew_shape(p, p.tile) and (raw.store_vector_bytes or raw.vector_bytes) > p.word else "plain"
+
+
 def emit_staged(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str], list[Launch]]:
     """One tiled kernel per piece (a ragged tail the plan copies directly is not staged:
     its piece says `direct`, and the caller emits it so)."""
     texts, launches = [], []
     for i, p, raw in pieces:  # (tiles are powers of two: emit's _check_blocks)
-        # the plan's store width decides: 16-byte stores into misaligned rows are the skewed
-        # tile's; stores of one element are the plain tile's (a destination that stays in L2)
-        skewed = skew_shape(p, p.tile) and (raw.store_vector_bytes or raw.vector_bytes) > p.word
-        kernel = skewed_copy_kernel if skewed else staged_copy_kernel
+        kernel = skewed_copy_kernel if staged_form(p, raw) == "skewed" else staged_copy_kernel
         text, grid = kernel(f"staged_copy_{i}", p, p.tile)
         texts.append(text)
         launches.append(Launch(f"staged_copy_{i}", grid, raw.num_warps, ("src", "dst"), word=p.word))

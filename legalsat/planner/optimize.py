@@ -34,7 +34,8 @@ from legalsat.terms.strategy import Strategy
 # re-calibration; /15: launch-bound candidates past max_plans, staged vectors, short wgmma A
 # tiles, inspector estimates; /16: tile walk estimates re-fitted.
 # /17: estimates of a copy's solved fields, staged tiles within any budget, status incomplete.
-# /18: wgmma_unreadable for every element type; /19: shifted loads of misaligned source rows.
+# /18: wgmma_unreadable for every element type; /19: shifted loads of misaligned source rows,
+# and no skewed tile whose source runs are under a sector.
 PLANNER_VERSION = "legalsat-planner/19"
 
 

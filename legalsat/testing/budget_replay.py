@@ -12,12 +12,17 @@ from pathlib import Path
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks"
 RUNS = ("budget_results.json", "budget_heldout_results.json")
+# earlier runs of a run's workloads whose kernels a plan may find when the run did not measure
+# them: the held-out run before the skewed tile measured the 50257-row transpose's plain tiles
+EARLIER = {"budget_heldout_results.json": ("budget_heldout_results_unskewed.json",)}
 
 
-def measured_key(strategy: str, variant: str, tiles: list, stages: list) -> str:
-    """What a recorded kernel is found by: its strategy, variant, and pieces' tiles and stage
-    counts (TMA boxes of one tile under different budgets differ in stages alone)."""
-    return json.dumps([strategy, variant, tiles, stages])
+def measured_key(strategy: str, variant: str, tiles: list, stages: list, forms: list) -> str:
+    """What a recorded kernel is found by: its strategy, variant, and pieces' tiles, stage
+    counts (TMA boxes of one tile under different budgets differ in stages alone) and staged
+    forms (a skewed and a plain tile of one shape ran 1305.6 and 976.6 us:
+    `legalsat.kernels.piece_forms`)."""
+    return json.dumps([strategy, variant, tiles, stages, forms])
 
 
 @dataclass(frozen=True)
@@ -33,7 +38,7 @@ class Replayed:
 
 def measured(workload: dict) -> dict[str, float]:
     """A recorded workload's kernels' times in us by `measured_key`."""
-    return {measured_key(k["strategy"], k["variant"], k["tiles"], k["stages"]): k["ms"] * 1e3
+    return {measured_key(k["strategy"], k["variant"], k["tiles"], k["stages"], k["forms"]): k["ms"] * 1e3
             for k in workload["kernels"] if "ms" in k}
 
 
@@ -42,27 +47,39 @@ def budgets(workload: dict) -> list[str]:
     return list(dict.fromkeys(x["budget"] for k in workload["kernels"] for x in k["planned"]))
 
 
-def replay(workload: dict, budget: str) -> Replayed:
-    """`workload` (a run's record) planned now under `budget` ("block": the target's whole)."""
+def replay(workload: dict, budget: str, earlier: tuple[dict, ...] = ()) -> Replayed:
+    """`workload` (a run's record) planned now under `budget` ("block": the target's whole);
+    a kernel the run did not measure is looked up in `earlier` records of the workload."""
     from legalsat.api import optimize
-    from legalsat.kernels import default_variant
+    from legalsat.kernels import default_variant, piece_forms
     from legalsat.testing.workloads import workloads
 
     req = next(w for w in workloads() if w.name == workload["name"]).request()
     if budget != "block":
         req["options"]["smem_bytes"] = int(budget)
-    times = measured(workload)
+    times: dict[str, float] = {}
+    for w in reversed((workload, *earlier)):  # the run's own times over earlier ones
+        times |= measured(w)
     plans = tuple((p, times.get(measured_key(p["strategy"], default_variant(p, True), [pc["tile"] for pc in p["pieces"]],
-                                             [pc.get("num_stages") for pc in p["pieces"]])))
+                                             [pc.get("num_stages") for pc in p["pieces"]], piece_forms(p))))
                   for p in optimize(req)["plans"])
     return Replayed(workload["name"], budget, plans, workload["copy_same_size_ms"] * 1e3)
 
 
-def replayed(results: dict) -> Iterator[Replayed]:
-    """Every workload and budget of one recorded run, planned now."""
+def earlier_records(run: str, workload: str) -> tuple[dict, ...]:
+    """The `EARLIER` runs' records of `workload` (by name) for recorded run `run`."""
+    out = []
+    for name in EARLIER.get(run, ()):
+        out += [w for w in json.loads((RECORDED / name).read_text())["workloads"] if w["name"] == workload]
+    return tuple(out)
+
+
+def replayed(results: dict, run: str = "") -> Iterator[Replayed]:
+    """Every workload and budget of one recorded run (file name `run`), planned now."""
     for w in results["workloads"]:
+        earlier = earlier_records(run, w["name"])
         for budget in budgets(w):
-            yield replay(w, budget)
+            yield replay(w, budget, earlier)
 
 
 def recorded_runs() -> Iterator[tuple[str, dict]]:

@@ -18,7 +18,14 @@ from legalsat.protocols.synth import TmaPipelineSpec
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.integers import cdiv, gcd_all, lowbit
-from legalsat.terms.movement import Copy, misaligned_pitch, relaid_out, sector_skewable, transposed_pair
+from legalsat.terms.movement import (
+    SKEW_SECTOR_BYTES,
+    Copy,
+    misaligned_pitch,
+    relaid_out,
+    sector_skewable,
+    transposed_pair,
+)
 from legalsat.terms.strategy import Strategy
 
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
@@ -188,10 +195,14 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     loads = max(r.eb, min(16, f.tile_a * r.eb, _aligned(r, "src", a)))
     if plain_stores:
         stores = r.eb
-    elif not small and misaligned_rows and r.eb <= 8 and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b):
+    elif (not small and misaligned_rows and r.eb <= 8 and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b)
+          and f.tile_a * r.eb >= SKEW_SECTOR_BYTES):
         # the skewed tile starts each destination row's segment on a sector of its own
         # (legalsat.kernels.staged): the rows' pitch and offsets do not limit its vectors, the
-        # base's alignment does
+        # base's alignment does. It pays from source runs of a sector: on the H100 the 50257 x
+        # 4096 bf16 transpose's 64 x 16 tile ran 335.7 us skewed against 492.6 plain, its 64 x 2
+        # and 64 x 4 tiles (4- and 8-byte source runs, the budgets of 256 and 512 bytes) 1305.6
+        # and 653.7 us skewed against 976.6 and 521.2 plain (benchmarks/budget_heldout_results*.json)
         stores = max(r.eb, min(16, f.tile_b * r.eb, gcd(16, r.dst_align)))
     else:
         stores = max(r.eb, min(16, f.tile_b * r.eb, _aligned(r, "dst", b)))
