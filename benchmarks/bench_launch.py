@@ -43,7 +43,7 @@ def measure(name: str, entry: dict, dev) -> dict | None:
     than the movement's tensors)."""
     import torch
 
-    from legalsat.clients.triton import build_kernel
+    from legalsat.clients.triton import aligned_words, build_kernel
     from legalsat.testing.torch_reference import make_inputs, reference
 
     resp = entry["response"]
@@ -51,11 +51,13 @@ def measure(name: str, entry: dict, dev) -> dict | None:
     k = build_kernel(resp)
     ln = k.emitted.launches[0]
     named = {"src": inp.src, "dst": inp.dst, "out": inp.out, "index": inp.index}
-    if not set(ln.args) <= set(named):
+    shifted = {"src:aligned": 0, "src:skew": 1}  # a shifted copy's source: aligned_words of its word view
+    if not set(ln.args) <= set(named) | set(shifted):
         return None
     k(inp.src, inp.dst) if inp.kind == "copy" else k(inp.src, inp.index, inp.out)  # compiles
     fn = getattr(k.module, ln.kernel)
-    args = [k._words(a, named[a], ln.word) if a != "index" else inp.index for a in ln.args]
+    args = [aligned_words(k._words("src", inp.src, ln.word))[shifted[a]] if a in shifted
+            else k._words(a, named[a], ln.word) if a != "index" else inp.index for a in ln.args]
     return {"name": name, "strategy": resp["plans"][0]["strategy"], "launches": len(k.emitted.launches),
             "client_us": host_us(lambda: inp.call(k, check=False)),
             "jit_launch_us": host_us(lambda: fn[(ln.grid,)](*args, num_warps=ln.num_warps)),

@@ -56,14 +56,16 @@ def test_the_gpu_plan_check_recorded_every_plan_of_its_corpus_bit_exact():
     assert dtypes["requests"] == len(corpus) == 16 and not dtypes["faults"] and not dtypes["differing"]
     assert all(key.endswith(" exact") for key in dtypes["counts"]) and sum(dtypes["counts"].values()) == 36
     # copies whose source rows start off 16 bytes, read as aligned vectors and shifted: their own
-    # corpus, and every request of it still plans the shift
+    # corpus (1- to 8-byte words, all shifted when it ran), whose 2-byte requests plan the shift
     shifted = json.loads((root / "benchmarks" / "gpu_plan_check_shifted.json").read_text())
     lines = (root / "benchmarks" / "gpu_plan_check_shifted_requests.jsonl").read_text().splitlines()
     assert shifted["requests"] == len(lines) == 42 and not shifted["faults"] and not shifted["differing"]
     assert shifted["counts"] == {"copy direct/tl exact": 42}
     from legalsat.api import optimize
 
-    assert all(optimize(json.loads(line)["request"])["plans"][0]["pieces"][0].get("shifted_loads") for line in lines)
+    pieces = [optimize(json.loads(line)["request"])["plans"][0]["pieces"][0] for line in lines]
+    assert all(bool(p.get("shifted_loads")) == (p["element_bytes"] == 2) for p in pieces)
+    assert sum(p["element_bytes"] == 2 for p in pieces) >= 10
     r = subprocess.run([sys.executable, "-m", "tools.gpu_plan_check", "no-such-command"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "usage:" in r.stderr

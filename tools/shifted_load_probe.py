@@ -4,6 +4,14 @@ measured against the planned direct kernel (2-byte loads), `torch.compile` and a
 copy_.
 
     python -m tools.shifted_load_probe   # on the GPU machine; writes $OUT/shifted_load_probe.json
+    python -m tools.shifted_load_probe plan-dtypes   # CPU: benchmarks/shifted_load_dtypes_plans.json
+    python -m tools.shifted_load_probe dtypes        # GPU: $OUT/shifted_load_dtypes.json
+
+`dtypes`: the planner's own plans of a column slice of 1-, 2-, 4- and 8-byte elements (8,192
+rows of 8 KiB, a pitch one element longer, the base one element off 16 bytes), with the shift
+(which the planner now makes for 2-byte words only: `legalsat.planner.build.copy`) and without
+it (loads one element wide), next to
+`torch.compile` and a same-size copy_, timed eagerly and from CUDA graphs (the device's time).
 
 `shifted`: each program copies `R` rows x `BC` columns. Its loads start each row at the
 16-byte boundary at or before the row's first element (the kernel is passed the allocation's
@@ -19,6 +27,7 @@ in interleaved rounds.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from legalsat.kernels.source import HEADER_TL
 
@@ -113,7 +122,74 @@ def main() -> list[dict]:
     return timed_against_copy(names, fns, repeats=5, digits=2)
 
 
+DTYPES_PLANS = Path(__file__).resolve().parents[1] / "benchmarks" / "shifted_load_dtypes_plans.json"
+
+
+def plan_dtypes() -> None:
+    """Plan the column slice of each element size with and without the shift (CPU)."""
+    from unittest import mock
+
+    import legalsat.planner.build.copy as copy_build
+    from legalsat.api import optimize
+
+    out = {}
+    for dtype, eb in (("uint8", 1), ("bfloat16", 2), ("float32", 4), ("int64", 8)):
+        cols = 8192 // eb
+        req = {"op": {"kind": "copy",
+                      "src": {"dtype": dtype, "shape": [8192, cols], "strides": [cols + 1, 1], "base_align": eb},
+                      "dst": {"dtype": dtype, "shape": [8192, cols], "strides": [cols, 1]}}}
+        with mock.patch.object(copy_build, "SHIFT_ELEMENT_BYTES", eb):  # the planner shifts 2-byte words only
+            shifted = optimize(req)
+        with mock.patch.object(copy_build, "shifted_loads", lambda r: False):
+            plain = optimize(req)
+        assert shifted["plans"][0]["pieces"][0].get("shifted_loads") and not plain["plans"][0]["pieces"][0].get(
+            "shifted_loads")
+        out[dtype] = {"shifted": shifted, "plain": plain}
+    DTYPES_PLANS.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {DTYPES_PLANS}")
+
+
+def dtypes() -> list[dict]:
+    """Each element size's shifted and plain plans, torch.compile and copy_, eager and graphed (GPU)."""
+    import torch
+
+    from benchmarks.measure import same_size_copy, timed_together
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import compiled_peer, make_inputs, poison, reference, same_bits
+
+    dev = torch.device("cuda")
+    rows = []
+    for dtype, entry in json.loads(DTYPES_PLANS.read_text()).items():
+        inp = make_inputs(entry["shifted"], {"torch_op": "copy"}, dev, torch.Generator(device=dev).manual_seed(5))
+        want = reference(inp)
+        names, fns = [], []
+        for form in ("shifted", "plain"):
+            k = build_kernel(entry[form], variant="tl")
+            poison(inp)
+            assert same_bits(inp.call(k), want), (dtype, form)
+            names.append(form)
+            fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
+        peer = compiled_peer(inp)
+        assert same_bits(peer(), want), (dtype, "torch.compile")
+        names += ["torch.compile", "copy_"]
+        fns += [peer, same_size_copy(inp.moved_bytes, dev)]
+        eager = timed_together(fns, repeats=5)
+        graph = timed_together(fns, repeats=5, graph=True)
+        row = {"dtype": dtype, "eager_us": {n: round(t * 1e3, 2) for n, t in zip(names, eager)},
+               "graph_us": {n: round(t * 1e3, 2) for n, t in zip(names, graph)}}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
 if __name__ == "__main__":
+    import sys
+
     from benchmarks.measure import write_probe
 
-    write_probe("shifted_load_probe.json", WORKLOAD, main())
+    if sys.argv[1:] == ["plan-dtypes"]:
+        plan_dtypes()
+    elif sys.argv[1:] == ["dtypes"]:
+        write_probe("shifted_load_dtypes.json", "column slices of 1- to 8-byte elements", dtypes())
+    else:
+        write_probe("shifted_load_probe.json", WORKLOAD, main())

@@ -64,7 +64,8 @@ def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | No
         return None
     a, b = tr
     sector = SKEW_SECTOR_BYTES // p.word
-    if not misaligned_pitch(p.dims[a].dst, p.word) or not sector_skewable(tile[b] * p.word, p.dims[b].extent, tile[b]):
+    if not misaligned_pitch(p.dims[a].dst, p.word) or not sector_skewable(tile[b] * p.word, p.dims[b].extent, tile[b],
+                                                                         tile[a] * p.word):
         return None
     if any(t > 1 for k, t in enumerate(tile) if k not in (a, b)):
         return None

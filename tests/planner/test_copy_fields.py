@@ -87,6 +87,18 @@ def test_a_tile_is_skewed_only_where_its_source_runs_fill_a_sector(smem, skewed)
                                                                        abs=0.1)
 
 
+@pytest.mark.parametrize("rows", [50258, 50260])
+def test_a_plain_tile_into_rows_of_4_or_8_byte_pitch_is_emitted_plain(rows):
+    """Destination pitches of 4 and 8 bytes' alignment: under 256 bytes the 64 x 2 tile's plan
+    promised 4- and 8-byte stores (its pitch's alignment) and the kernels read any store wider
+    than a word as the skewed tile's: they emitted the skew the plan had ruled out."""
+    staged = _plan(optimize(_transpose("bfloat16", rows, 4096, 256)), "staged_smem")
+    assert staged["pieces"][0]["tile"] == [64, 2]
+    assert "tl.gather" not in emit(staged).source
+    full = _plan(optimize(_transpose("bfloat16", rows, 4096)), "staged_smem")  # sector-long source runs
+    assert "tl.gather" in emit(full).source
+
+
 def _recorded():
     for name, results in recorded_runs():
         for w in results["workloads"]:

@@ -18,14 +18,7 @@ from legalsat.protocols.synth import TmaPipelineSpec
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.integers import cdiv, gcd_all, lowbit
-from legalsat.terms.movement import (
-    SKEW_SECTOR_BYTES,
-    Copy,
-    misaligned_pitch,
-    relaid_out,
-    sector_skewable,
-    transposed_pair,
-)
+from legalsat.terms.movement import Copy, misaligned_pitch, relaid_out, sector_skewable, transposed_pair
 from legalsat.terms.strategy import Strategy
 
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
@@ -45,26 +38,31 @@ def _straight_dim(r: Region) -> int | None:
     return next((k for k, (n, s, d) in enumerate(r.dims) if n > 1 and s == 1 and d == 1), None)
 
 
-# A direct copy whose source rows start off 16 bytes while its destination's do not reads each
-# row as the aligned 16-byte vectors that hold it and shifts it into place in registers
-# (legalsat.kernels.direct), where its loads would otherwise be one element wide: on the H100
-# a column slice of a 4098-wide bf16 matrix from a 2-byte aligned base ran at 1.00 of a
-# same-size copy against 0.96 with 2-byte loads (`python -m tools.shifted_load_probe`,
-# benchmarks/shifted_load_probe.json). Each thread holds one vector and reads its neighbour's;
-# a program moves SHIFT_BLOCK_BYTES (the probe's fastest: 1 x 1024 bf16, 4 warps).
+# A direct copy of 2-byte elements whose source rows start off 16 bytes while its
+# destination's do not reads each row as the aligned 16-byte vectors that hold it and shifts it
+# into place in registers (legalsat.kernels.direct), where its loads would otherwise be one
+# element wide: on the H100 a column slice of a 4098-wide bf16 matrix from a 2-byte aligned base
+# ran at 1.00 of a same-size copy against 0.96 with 2-byte loads (`python -m
+# tools.shifted_load_probe`, benchmarks/shifted_load_probe.json). Each thread holds one vector
+# and reads its neighbour's; a program moves SHIFT_BLOCK_BYTES (the probe's fastest: 1 x 1024
+# bf16, 4 warps). Other element sizes are not shifted (`... dtypes`,
+# benchmarks/shifted_load_dtypes.json, device time): 4- and 8-byte loads already ran at the copy
+# limit (46.50 and 46.31 us plain, 46.43 and 46.17 shifted, copy_ 46.37 and 46.17), and the
+# 1-byte shift, whose gather goes through shared memory, ran 63.52 us against 52.15 plain.
+SHIFT_ELEMENT_BYTES = 2
 SHIFT_MIN_RUN_BYTES = 128
 SHIFT_BLOCK_BYTES = 2048
 
 
 def shifted_loads(r: Region) -> bool:
-    """True when `r`'s source rows are read as aligned vectors and shifted: elements of at
-    most 8 bytes, the innermost destination dim contiguous on both sides and at least
+    """True when `r`'s source rows are read as aligned vectors and shifted: elements of
+    `SHIFT_ELEMENT_BYTES`, the innermost destination dim contiguous on both sides and at least
     `SHIFT_MIN_RUN_BYTES` long, every destination row starting on 16 bytes and the source's
     not (base, offset or pitch), unless the source is one contiguous run in the destination's
     order from a 16-byte aligned start (the flat copy then loads it as 16-byte vectors: a
     copy of 50257-wide rows into a padded pitch)."""
     big = sorted((k for k, (n, _, _) in enumerate(r.dims) if n > 1), key=lambda k: (r.dims[k][2], r.dims[k][1]))
-    if r.eb > 8 or not big:
+    if r.eb != SHIFT_ELEMENT_BYTES or not big:
         return False
     inner = big[0]
     n, s, d = r.dims[inner]
@@ -195,14 +193,11 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     loads = max(r.eb, min(16, f.tile_a * r.eb, _aligned(r, "src", a)))
     if plain_stores:
         stores = r.eb
-    elif (not small and misaligned_rows and r.eb <= 8 and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b)
-          and f.tile_a * r.eb >= SKEW_SECTOR_BYTES):
+    elif (not small and misaligned_rows and r.eb <= 8
+          and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b, f.tile_a * r.eb)):
         # the skewed tile starts each destination row's segment on a sector of its own
         # (legalsat.kernels.staged): the rows' pitch and offsets do not limit its vectors, the
-        # base's alignment does. It pays from source runs of a sector: on the H100 the 50257 x
-        # 4096 bf16 transpose's 64 x 16 tile ran 335.7 us skewed against 492.6 plain, its 64 x 2
-        # and 64 x 4 tiles (4- and 8-byte source runs, the budgets of 256 and 512 bytes) 1305.6
-        # and 653.7 us skewed against 976.6 and 521.2 plain (benchmarks/budget_heldout_results*.json)
+        # base's alignment does
         stores = max(r.eb, min(16, f.tile_b * r.eb, gcd(16, r.dst_align)))
     else:
         stores = max(r.eb, min(16, f.tile_b * r.eb, _aligned(r, "dst", b)))
