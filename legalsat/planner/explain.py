@@ -120,8 +120,15 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
     elementwise = None  # the side a direct plan reads or writes element by element, if one
     if core is not None:
         loads, stores = core.vector_bytes, core.store_vector_bytes or core.vector_bytes
-        facts.append(f"{loads}-byte loads, {stores}-byte stores (the target's table: {loads}-byte accesses run at "
-                     f"{_width_eff(req, loads) / 10:.0f}% of copy bandwidth)")
+        if core.shifted_loads:  # the estimate's access width is the source's own alignment
+            eb = core.element_bytes
+            facts.append(f"{loads}-byte loads and stores: the misaligned source rows are read as the aligned "
+                         f"16-byte vectors that hold them and shifted into place in registers; the estimate "
+                         f"takes {eb}-byte accesses ({_width_eff(req, eb) / 10:.0f}% of copy bandwidth in the "
+                         "target's table), the H100 ran such a copy at the copy limit")
+        else:
+            facts.append(f"{loads}-byte loads, {stores}-byte stores (the target's table: {loads}-byte accesses run "
+                         f"at {_width_eff(req, loads) / 10:.0f}% of copy bandwidth)")
         if core.dims:
             src_run, dst_run = _runs(core, p.gather)
             inner = core.dims[-1]  # a direct piece walks its dims in order, the last innermost
