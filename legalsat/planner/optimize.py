@@ -35,7 +35,8 @@ from legalsat.terms.strategy import Strategy
 # tiles, inspector estimates; /16: tile walk estimates re-fitted.
 # /17: estimates of a copy's solved fields, staged tiles within any budget, status incomplete.
 # /18: wgmma_unreadable for every element type; /19: shifted loads of misaligned source rows,
-# and no skewed tile whose source runs are under a sector.
+# no skewed tile whose source runs are under a sector, and a time-limited saturation that stops
+# before an iteration predicted to end past its budget.
 PLANNER_VERSION = "legalsat-planner/19"
 
 

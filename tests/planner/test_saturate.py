@@ -55,6 +55,30 @@ def test_time_limit():
     assert r.stop_reason is StopReason.TIME_LIMIT and r.iterations == 0
 
 
+def test_the_next_iteration_is_predicted_from_the_last_two():
+    from legalsat.planner.saturate import next_iteration_s
+
+    assert next_iteration_s(0.0, 0.0) == 0.0  # nothing run yet
+    assert next_iteration_s(0.2, 0.0) == 0.2
+    assert next_iteration_s(0.2, 0.1) == 0.4  # grown as it grew
+    assert next_iteration_s(0.2, 0.01) == 0.8  # at most 4x: a round at most quadruples the e-graph
+    assert next_iteration_s(0.1, 0.2) == 0.1  # a shrinking round is taken at its own time
+
+
+def test_a_run_stops_before_an_iteration_predicted_to_end_past_its_budget(monkeypatch):
+    """A rank-7 copy with a 1.5 s timeout (a 750 ms saturation budget) ran its 17th iteration,
+    449 ms, from 600 ms in, and answered 2.24 s into its 1.5 s; the loop now asks what the next
+    iteration will take before it starts one."""
+    import legalsat.planner.saturate as sat
+
+    seen = []
+    monkeypatch.setattr(sat, "next_iteration_s", lambda last, before: seen.append((last, before)) or
+                        (3600.0 if len(seen) > 2 else 0.0))
+    r = run(RANK7, Limits(time_budget_s=60.0))
+    assert r.stop_reason is StopReason.TIME_LIMIT and r.iterations == 2
+    assert seen[0] == (0.0, 0.0) and seen[2][0] > 0 and seen[2][1] == seen[1][0]
+
+
 def test_iteration_limit():
     r = run(RANK7, Limits(max_iterations=1))
     assert r.stop_reason is StopReason.ITERATION_LIMIT and r.iterations == 1
