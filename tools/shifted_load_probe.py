@@ -1,6 +1,7 @@
 """A copy whose source rows start off 16 bytes (a column slice of a 4098-wide bf16 matrix
 whose base is 2-byte aligned), read as whole 16-byte vectors and shifted into place,
-measured against the planned direct kernel (2-byte loads), `torch.compile` and a same-size
+measured against the plan of benchmarks/kernel_plans.json (when recorded: the direct kernel's
+2-byte loads; since legalsat-planner/19 this shifted kernel), `torch.compile` and a same-size
 copy_.
 
     python -m tools.shifted_load_probe   # on the GPU machine; writes $OUT/shifted_load_probe.json
@@ -62,22 +63,6 @@ def shifted_copy(base, dst, off):
     return text, (rows // r) * nct
 
 
-def sm90_ptx(r: int = 2, bc: int = 1024, warps: int = 8) -> str:
-    """The PTX of the workload's shifted copy compiled for sm90 (no GPU needed)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
-
-    from legalsat.clients.triton import load_module
-
-    text, _ = shifted_kernel(8192, 4096, 4098, r, bc)
-    fn = load_module(HEADER_TL + "\n" + text).shifted_copy
-    aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
-    k = triton.compile(ASTSource(fn, {"base": "*bf16", "dst": "*bf16", "off": "i32"}, constexprs={}, attrs=aligned),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-    return k.asm["ptx"]
-
-
 def main() -> list[dict]:
     import torch
 
@@ -110,7 +95,7 @@ def main() -> list[dict]:
     planned(src, out)
     assert torch.equal(out.view(torch.int16), want.view(torch.int16)), "the planned kernel"
     fns.append(lambda: planned(src, out))
-    names.append("planned direct")
+    names.append("planned direct")  # recorded before planner/19: 2-byte loads
     compiled = torch.compile(lambda d, s: d.copy_(s), dynamic=False)
     tc_out = torch.empty_like(out)
     compiled(tc_out, src)

@@ -394,10 +394,9 @@ class Kernel:
                         views[(a, ln.word)] = self._words(a, named[a], ln.word)
                     args.append(views[(a, ln.word)])
                 elif a in ("src:aligned", "src:skew"):
-                    if ("src", ln.word) not in views:
-                        views[("src", ln.word)] = self._words("src", named["src"], ln.word)
-                    base, skew = aligned_words(views[("src", ln.word)])
-                    args.append(base if a == "src:aligned" else skew)
+                    if ("src:aligned", ln.word) not in views:  # one (base, skew) per call
+                        views[("src:aligned", ln.word)] = aligned_words(self._words("src", named["src"], ln.word))
+                    args.append(views[("src:aligned", ln.word)][a == "src:skew"])
                 else:
                     args.append(named[a])
             grid = ln.grid

@@ -60,7 +60,7 @@ def shifted_copy_kernel(name: str, p: WordPiece, block_elems: int, field: str) -
     its program count. Each program copies `r` rows x `bc` words of the innermost dim (its
     block). The kernel takes `src` at the 16-byte boundary at or before the source view's
     first word and `skew`, the words from there to it. A row's loads start at the boundary
-    at or before its first word (`a`, `e` words before it) and read whole 16-byte vectors,
+    at or before its first word (`e` words before it) and read whole 16-byte vectors,
     each thread its own and the next (an L1 hit: its neighbour's); each output vector takes
     its words from the two by `e` (a gather within the thread's registers), so loads and
     stores are 16-byte vectors. Programs whose reads all hold words of their rows run
@@ -89,7 +89,8 @@ def shifted_copy_kernel(name: str, p: WordPiece, block_elems: int, field: str) -
             f"tl.gather(tl.reshape(nx, {shape3}), k % {v}, axis=2))")
     # the boundary's skew and the next vector reach up to 2 vectors past the source's span
     bits = 64 if p.src_offset + p.span("src") + 2 * v > INT32_LIMIT else p.index_bits()
-    lines = [f"@triton.jit\ndef {name}(src, dst, skew):", program_id(bits),
+    # skew is a runtime value (0 and 1 would otherwise each compile a specialized kernel)
+    lines = [f"@triton.jit(do_not_specialize=['skew'])\ndef {name}(src, dst, skew):", program_id(bits),
              f"    ct = pid % {nct}", f"    rt = pid // {nct}", f"    rr = rt * {r} + tl.arange(0, {r})"]
     lines += decompose("rr", [(f"i{k}", d.extent) for k, d in enumerate(outer)])
     lines += [f"    srow = {' + '.join(src_terms)} + rr * 0", f"    drow = {' + '.join(dst_terms)} + rr * 0",

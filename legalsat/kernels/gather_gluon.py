@@ -10,7 +10,7 @@ time (`python -m tools.gather_row_prefetch --counts --cudagraph`, 2,048 rows of 
 random distinct columns, each kernel replayed from a CUDA graph;
 benchmarks/gather_row_prefetch_cudagraph.json): 1,000 columns 11.6 us staged (16 warps),
 11.8 us the tl kernel's shape, 15.3 us torch.compile; 500: 8.5 / 7.9 / 10.2; 250: 7.7 / 5.0 /
-5.0; 64: 6.4 / 2.5 / 2.3; 2,000 and 4,000 columns (past the hand-written tl shape's 1,024
+5.0 (staged with 8 warps; 16 warps: 8.7 and 7.9); 64: 6.4 / 2.5 / 2.3; 2,000 and 4,000 columns (past the hand-written tl shape's 1,024
 entries) 15.6 and 21.0 us staged against 24.2 and 39.1 for torch.compile. The benchmark's
 1,000-column plan, as emitted: tl 11.86 us, Gluon 12.12. (Timed eagerly, with do_bench's events
 also taking in the host's launches, the staged row looked faster from a twelfth of a row:
@@ -37,7 +37,7 @@ GLUON_GATHER_MIN_ROWS = 2048
 # entries a program picks at once (a longer index is taken in steps of this many)
 GLUON_ENTRY_STEP = 4096
 # the share of a row's elements an index should pick for the staged row to be the default: the
-# tl kernel was faster up to 500 of 4,096 columns and even at 1,000 (H100 device time, see above)
+# tl kernel was faster up to 500 of 4,096 columns and tied at 1,000 (H100 device time, see above)
 GLUON_GATHER_MIN_SHARE = 1 / 4
 
 
@@ -53,8 +53,9 @@ def staged_row_form(p: WordPiece, raw: PieceOut, gather: GatherOut, smem_budget:
 
 
 def staged_row_warps(row_bytes: int) -> int:
-    """16 warps for rows of 8 KiB and more (16 KiB rows: 18.0 us with 16, 18.1 with 8, 20.2
-    with 4 on the H100), 8 from 2 KiB, 4 below (only 16 KiB rows were timed: the smaller
+    """16 warps for rows of 8 KiB and more (16 KiB rows on the H100, device time: 11.61 us
+    with 16, 11.62 with 8, 12.72 with 4: benchmarks/gather_row_prefetch_cudagraph.json), 8 from
+    2 KiB, 4 below (only 16 KiB rows were timed: the smaller
     rows' cut-offs are not measured)."""
     return 16 if row_bytes >= 8192 else 8 if row_bytes >= 2048 else 4
 

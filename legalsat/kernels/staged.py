@@ -57,8 +57,9 @@ def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
 
 def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | None:
     """(a, b, sector words) when destination rows are misaligned (pitch not a multiple of
-    16 bytes) and the tile can be skewed: its destination run spans whole sectors and more
-    than one, the other dims are untiled, and the dim is longer than the tile."""
+    16 bytes) and the tile is skewed (`sector_skewable`: its destination run spans whole
+    sectors and more than one, its source runs fill a sector, the dim is longer than the tile)
+    and the other dims are untiled."""
     tr = transposed_dims(p)
     if tr is None or p.lanes > 1:
         return None

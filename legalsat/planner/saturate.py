@@ -102,9 +102,9 @@ def next_iteration_s(last: float, before: float) -> float:
     """What the next iteration is expected to take, from the last two: the last one's time
     grown as it grew (at least 1x, at most 4x: a round at most quadruples these e-graphs). A
     run stops at its time budget before an iteration so predicted would end past it, rather
-    than after: a rank-7 copy's 17th iteration took 449 ms past a 750 ms budget, then
-    serializing its 119,012 e-nodes 620 ms, and the request answered 2.24 s into a 1.5 s
-    timeout."""
+    than after: a rank-7 copy under a 1.5 s timeout ran a 17th round to 119,012 e-nodes and
+    answered 2.18 s in, incomplete; it now stops after 16 and answers 1.15 s in, planned
+    (`python -m benchmarks.bench_deadline`, benchmarks/deadline_results.json)."""
     if last <= 0:
         return 0.0
     return last * min(4.0, max(1.0, last / before)) if before > 0 else last

@@ -419,7 +419,7 @@ def test_the_edge_sweeps_halo_option_reaches_the_skewed_tile(monkeypatch):
     assert staged.skew_shape(piece, piece.tile)[2] == 8
 
 
-def test_the_default_variant_of_each_measured_tma_plan_is_within_3_percent_of_the_faster():
+def test_the_default_variant_of_each_measured_tma_plan_is_within_3_5_percent_of_the_faster():
     """Replays the H100 run (benchmarks/kernel_results.json): the transposing TMA plans of the
     uint8 and fp8 transposes ran tl by default, 1.47x and 1.41x slower than their Gluon
     kernels. Within 3.5%: NCHW→NHWC 32×96×112×112 fp16 ran 2.6-3.3% faster in Gluon in each of

@@ -44,8 +44,8 @@ def _straight_dim(r: Region) -> int | None:
 # element wide: on the H100 a column slice of a 4098-wide bf16 matrix from a 2-byte aligned base
 # ran at 1.00 of a same-size copy against 0.96 with 2-byte loads (`python -m
 # tools.shifted_load_probe`, benchmarks/shifted_load_probe.json). Each thread holds one vector
-# and reads its neighbour's; a program moves SHIFT_BLOCK_BYTES (the probe's fastest: 1 x 1024
-# bf16, 4 warps). Other element sizes are not shifted (`... dtypes`,
+# and reads its neighbour's; a program moves SHIFT_BLOCK_BYTES (1 x 1024 bf16, 4 warps: within 0.3 %
+# of the probe's fastest shape). Other element sizes are not shifted (`... dtypes`,
 # benchmarks/shifted_load_dtypes.json, device time): 4- and 8-byte loads already ran at the copy
 # limit (46.50 and 46.31 us plain, 46.43 and 46.17 shifted, copy_ 46.37 and 46.17), and the
 # 1-byte shift, whose gather goes through shared memory, ran 63.52 us against 52.15 plain.
@@ -80,12 +80,11 @@ def shifted_loads(r: Region) -> bool:
 
 def direct_piece(r: Region, target: Target) -> tuple[Piece, Walk]:
     shift = shifted_loads(r)
-    f = solve_linear(r, max_block_bytes=SHIFT_BLOCK_BYTES if shift else 16384,
-                     min_programs=PROGRAMS_PER_SM * target.sm_count)
-    if shift:  # 16-byte loads and stores (the source's through the shift)
-        return (_piece(r, Strategy.DIRECT, (f.block,), f.grid, f.num_warps, 16, shifted_loads=True),
-                Walk(r, linear=f.block))
-    return _piece(r, Strategy.DIRECT, (f.block,), f.grid, f.num_warps, f.vector_bytes), Walk(r, linear=f.block)
+    more = {"max_block_bytes": SHIFT_BLOCK_BYTES} if shift else {}
+    f = solve_linear(r, min_programs=PROGRAMS_PER_SM * target.sm_count, **more)
+    vector = 16 if shift else f.vector_bytes  # shifted: 16-byte loads and stores (the source's through the shift)
+    return (_piece(r, Strategy.DIRECT, (f.block,), f.grid, f.num_warps, vector, shifted_loads=shift),
+            Walk(r, linear=f.block))
 
 
 def tma_piece(r: Region, smem: int, target: Target) -> tuple[Piece, Walk]:
