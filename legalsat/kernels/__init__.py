@@ -32,6 +32,7 @@ from legalsat.kernels.gather_gluon import (
     staged_row_form,
 )
 from legalsat.kernels.inspector import emit_inspector_executor
+from legalsat.kernels.interleave import GLUON_INTERLEAVE_LOAD_CHANNELS, emit_interleave, interleave_shape
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
 from legalsat.kernels.source import HEADER_GLUON, HEADER_GLUON_WGMMA, HEADER_TL, Emitted, TileOutput
 from legalsat.kernels.staged import emit_staged, staged_form
@@ -157,12 +158,12 @@ GLUON_DEFAULT_BOX_BYTES = 16384
 def kernel_variants(plan: PlanOut | dict, sm90: bool) -> list[str]:
     """The variants `build_kernel` can run for `plan` on a GPU (sm90: Gluon's too): tl, and
     gluon where the plan has a Gluon form (TMA pieces `gluon_box` takes, gathers with the
-    staged-row form)."""
+    staged-row form, interleave pieces whose destination is interleaved)."""
     plan = validate_plan(plan)
     if not sm90:
         return ["tl"]
     with contextlib.suppress(InputError):  # a plan emit() refuses has no kernel of either variant
-        if plan.strategy == Strategy.TMA or plan.kind == MovementKind.GATHER:
+        if plan.strategy in (Strategy.TMA, Strategy.SHUFFLE) or plan.kind == MovementKind.GATHER:
             if emit(plan, "gluon").variant == "gluon":
                 return ["tl", "gluon"]
     return ["tl"]
@@ -185,7 +186,9 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
     (benchmarks/kernel_results.json, budget_results.json): the transposing TMA kernels of
     1-byte words with 16 KiB boxes ran 1.41-1.48x faster in Gluon (the uint8 and fp8
     transposes), those of smaller boxes 0.28-0.95x of tl's (4 KiB: 1.16x); of wider words the tl
-    kernel was faster on 8 of 9 transposing workloads (Gluon by 3% on NCHW→NHWC 32×96)."""
+    kernel was faster on 8 of 9 transposing workloads (Gluon by 3-4% on NCHW→NHWC 32×96). Shuffle
+    plans in interleave form run Gluon where it stores the interleaved side, or loads it with
+    `GLUON_INTERLEAVE_LOAD_CHANNELS` channels or more (legalsat.kernels.interleave)."""
     plan = validate_plan(plan)
     if sm90 and plan.strategy == Strategy.DIRECT and plan.kind == MovementKind.GATHER and plan.gather is not None:
         g = plan.gather  # the staged row where the index picks enough of a row (GLUON_GATHER_MIN_SHARE)
@@ -197,6 +200,8 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
         rows = min(word_piece(p, f"pieces[{i}]").elems for i, p in enumerate(plan.pieces)) if staged else 0
         return "gluon" if staged and g.index_count >= GLUON_GATHER_MIN_SHARE * g.index_bound \
             and rows >= GLUON_GATHER_MIN_ROWS else "tl"
+    if sm90 and plan.strategy == Strategy.SHUFFLE and plan.kind == MovementKind.COPY:
+        return "gluon" if _interleaving(plan) else "tl"  # its packed stores (legalsat.kernels.interleave)
     if not sm90 or plan.strategy != Strategy.TMA:
         return "tl"
     if plan.kind == MovementKind.LOAD_TILE:
@@ -207,6 +212,17 @@ def default_variant(plan: PlanOut | dict, sm90: bool) -> str:
     except InputError:
         return "tl"  # emit() reports what is wrong with the plan
     return "gluon" if straight and tma else "tl"
+
+
+def _interleaving(plan: PlanOut) -> bool:
+    """Whether a shuffle copy plan has a piece in interleave form that the Gluon kernel moves
+    faster (`GLUON_INTERLEAVE_LOAD_CHANNELS`)."""
+    try:
+        forms = [interleave_shape(word_piece(p, f"pieces[{i}]")) for i, p in enumerate(plan.pieces)
+                 if p.strategy == Strategy.SHUFFLE]
+    except InputError:
+        return False  # emit() reports what is wrong with the plan
+    return any(f is not None and (f.to_interleaved or f.channels >= GLUON_INTERLEAVE_LOAD_CHANNELS) for f in forms)
 
 
 def _emit_tile(plan: PlanOut, variant: str, strategy: Strategy) -> Emitted:
@@ -283,7 +299,7 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
         by_strategy: dict[Strategy, list] = {}
         for i, wp, raw in pieces:
             s = Strategy(raw.strategy)
-            if s is Strategy.SHUFFLE and shuffle_shape(wp) is None:
+            if s is Strategy.SHUFFLE and shuffle_shape(wp) is None and interleave_shape(wp) is None:
                 raise plan_error(f"pieces[{i}]", "the piece is not a transpose of words a warp can hold "
                                  "(8-byte words at most, only the transposed dims tiled)",
                                  "send the plan as the planner returned it, or use its staged_smem candidate")
@@ -295,7 +311,12 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
             elif s is Strategy.STAGED_SMEM:
                 t, ls = emit_staged(group)
             elif s is Strategy.SHUFFLE:
-                t, ls = emit_shuffle(group)
+                inter = [x for x in group if interleave_shape(x[1]) is not None]
+                t, ls = emit_shuffle([x for x in group if interleave_shape(x[1]) is None])
+                ti, li = emit_interleave(inter, variant == "gluon")
+                t, ls = t + ti, ls + li
+                if variant == "gluon" and inter:
+                    header = HEADER_GLUON
             elif s is Strategy.TMA:
                 tps = [(i, tma_piece(raw, f"pieces[{i}]"), raw) for i, _, raw in group]
                 if variant == "gluon" and all(gluon_box(tp) for _, tp, _ in tps):

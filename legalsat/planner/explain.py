@@ -42,7 +42,7 @@ from legalsat.planner.solve import (
     rows_block_bytes,
     rows_warps,
 )
-from legalsat.terms.movement import Gather, MovementKind
+from legalsat.terms.movement import Gather, MovementKind, interleave_form
 from legalsat.terms.smem import tma_pipeline_bytes
 from legalsat.terms.strategy import Strategy
 
@@ -139,6 +139,12 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
                              f"{core.element_bytes}-byte access uses {core.element_bytes}/{SECTOR} of a 32-byte sector "
                              f"(the target's element-wise efficiency for {core.element_bytes}-byte "
                              f"elements: {c.scatter_share(core.element_bytes) / 10:.0f}%)")
+            elif p.strategy == Strategy.SHUFFLE and (form := interleave_form(
+                    ((d.extent, d.src_stride, d.dst_stride) for d in core.dims), core.element_bytes)) is not None:
+                planar, dense = ("src", "dst") if form.to_interleaved else ("dst", "src")
+                facts.append(f"interleave form: {form.channels} {planar} planes and the {dense} side's interleaved "
+                             f"channels (each element's {form.channels} channels together, a dense run); each "
+                             "thread moves whole 16-byte vectors of both and regroups them in its own registers")
             else:
                 facts.append(_sector_use(src_run, dst_run))
     if p.smem is not None:

@@ -36,8 +36,9 @@ from legalsat.terms.strategy import Strategy
 # /17: estimates of a copy's solved fields, staged tiles within any budget, status incomplete.
 # /18: wgmma_unreadable for every element type; /19: shifted loads of misaligned source rows,
 # no skewed tile whose source runs are under a sector, and a time-limited saturation that stops
-# before an iteration predicted to end past its budget.
-PLANNER_VERSION = "legalsat-planner/19"
+# before an iteration predicted to end past its budget. /20: shuffle plans in interleave form
+# (planes <-> interleaved channels) and their 16-byte estimate for odd channel counts.
+PLANNER_VERSION = "legalsat-planner/20"
 
 
 class Clock:

@@ -330,3 +330,46 @@ def transposed_pair(dims) -> tuple[int, int] | None:
     a = next((k for k, (n, s, d) in enumerate(dims) if n > 1 and s == 1 and d != 1), None)
     b = next((k for k, (n, s, d) in enumerate(dims) if n > 1 and d == 1 and s != 1), None)
     return (a, b) if a is not None and b is not None else None
+
+
+# the widest small side a register transpose holds whole (the shuffle rule's bound: a warp's
+# registers hold it, one 16-byte vector a lane)
+SHUFFLE_SMALL_BYTES = 64
+# the most channels an interleave regroups: a thread holds a 16-byte vector per channel and per
+# group of pixels, loaded and regrouped (8 channels, two groups: 128 registers of 4 bytes)
+INTERLEAVE_MAX_CHANNELS = 8
+
+
+@dataclass(frozen=True)
+class Interleave:
+    """A transpose between a planar side (each of `channels` planes a contiguous run of
+    pixels, dim `pixel`) and an interleaved side (each pixel's `channels` elements contiguous,
+    pixels `channels` apart: NCHW <-> NHWC, SoA <-> AoS). `to_interleaved`: the destination is
+    the interleaved side."""
+
+    pixel: int
+    channel: int
+    channels: int
+    to_interleaved: bool
+
+
+def interleave_form(dims, element_bytes: int) -> Interleave | None:
+    """The `Interleave` reading of a copy over dims given as (extent, src stride, dst stride),
+    or None: it transposes (`transposed_pair`), one side is dense (the pixel dim's stride there
+    is the channel count) and there are 2 to INTERLEAVE_MAX_CHANNELS channels of at most
+    SHUFFLE_SMALL_BYTES together. The planner (the shuffle plan's tile and estimate) and the kernels (the interleave
+    kernel) share this one reading."""
+    dims = list(dims)
+    tr = transposed_pair(dims)
+    if tr is None:
+        return None
+    a, b = tr  # a: contiguous in src only, b: contiguous in dst only
+    (na, _, da), (nb, sb, _) = dims[a], dims[b]
+    forms = []
+    if da == nb:  # the destination holds each pixel's channels together
+        forms.append(Interleave(a, b, nb, True))
+    if sb == na:  # the source does
+        forms.append(Interleave(b, a, na, False))
+    forms = [f for f in forms
+             if 2 <= f.channels <= INTERLEAVE_MAX_CHANNELS and f.channels * element_bytes <= SHUFFLE_SMALL_BYTES]
+    return min(forms, key=lambda f: f.channels, default=None)

@@ -91,6 +91,7 @@ def workloads() -> list[Workload]:
         # CNN layouts with few channels, both directions, and a 3-D rotation
         permute("NCHW→NHWC 64×3×224×224 fp16", "float16", (64, 3, 224, 224), (0, 2, 3, 1)),
         permute("NHWC→NCHW 32×56×56×256 bf16", "bfloat16", (32, 56, 56, 256), (0, 3, 1, 2)),
+        permute("NHWC→NCHW 64×224×224×3 fp16", "float16", (64, 224, 224, 3), (0, 3, 1, 2)),
         permute("rotate (A,B,C)→(C,A,B) 256×512×1024 bf16", "bfloat16", (256, 512, 1024), (2, 0, 1)),
         # x[:, 1:4097] of an 8192×4098 bf16 matrix: rows 2-byte aligned
         Workload("column slice 8192×4096 of 4098 bf16, base 2 B aligned",

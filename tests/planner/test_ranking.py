@@ -79,14 +79,16 @@ def test_larger_transposes_keep_the_estimates_order():
 
 def test_a_dense_short_side_wastes_no_sectors_in_a_staged_tile():
     """NCHW -> NHWC with 3 channels: the destination's 6-byte channel runs continue each other,
-    so the staged tile (holding the channels whole) stores whole sectors; it is estimated so
-    and ranked first (on the H100, timed in interleaved rounds: staged 18.9 us, shuffle 19.9)."""
+    so the staged tile (holding the channels whole) stores whole sectors and is estimated so,
+    ahead of the direct copy; the shuffle plan in interleave form (whole 16-byte vectors on both
+    sides) comes first (on the H100, device time: 9.75 us in Gluon, the staged tile 12.0,
+    benchmarks/kernel_results.json)."""
     n, c, h, w = 64, 3, 224, 224
     src = {"dtype": "float16", "shape": [n, c, h, w], "strides": [c * h * w, h * w, w, 1]}
     dst = {**src, "strides": [c * h * w, 1, w * c, c]}
     plans = optimize({"op": {"kind": "copy", "src": src, "dst": dst}})["plans"]
     est = {p["strategy"]: p["cost"]["estimated_us"] for p in plans}
-    assert plans[0]["strategy"] == "staged_smem" and est["staged_smem"] < est["shuffle"] < est["direct"]
+    assert plans[0]["strategy"] == "shuffle" and est["shuffle"] < est["staged_smem"] < est["direct"]
 
 
 def test_a_launch_bound_movement_shuffles_after_the_pointer_kernels():

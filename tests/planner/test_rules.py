@@ -7,7 +7,7 @@ import pytest
 from egglog import bindings
 
 from legalsat.planner.saturate import saturate
-from legalsat.targets import resolve_target
+from legalsat.targets import CostFact, resolve_target
 from legalsat.terms.strategy import Strategy
 
 SM90 = resolve_target("sm90")
@@ -108,3 +108,34 @@ def test_strategies_follow_structure():
     assert reaches(straight, "", check=f"(check (Has {tma} $root))")
     misaligned = f"(Copy 2 8 16 {dims((8192, 8192, 8192), (8192, 1, 1))})"
     assert not reaches(misaligned, "", check=f"(check (Has {tma} $root))")
+
+
+def _shuffle_ps(start: str) -> int:
+    """The shuffle estimate (ps) the strategy rules give `start`."""
+    with saturate(f"(let $root {start})\n(Lower $root)", SM90) as sat:
+        out = sat.egraph.run_program(*sat.egraph.parse_program("(extract (cost_table_Shuffle $root))"))
+    return int(str(out[-1]).split()[-1].strip("()"))
+
+
+def test_an_odd_interleave_is_estimated_as_a_16_byte_copy():
+    """shuffle-interleave-dst / -src: planes <-> 3 interleaved channels (either side dense)
+    take the 16-byte copy's efficiency, below the shuffle's own; 4 channels (even), planes off
+    16 bytes, or 9 channels (past INTERLEAVE_MAX_CHANNELS) keep the shuffle's estimate."""
+    c = SM90.cost
+    by_width = dict(c.by_width)
+    n, hw = 64, 50176
+
+    def planar_to(ch: int, plane: int = hw) -> str:  # (images, pixels, channels), planes `plane` apart
+        return f"(Copy 2 16 16 {dims((hw, 1, ch), (ch, plane, 1), (n, ch * plane, ch * hw))})"
+
+    def ps(eff: int, ch: int) -> int:
+        return c.launch_ns * 1000 + (n * hw * ch * 2 * 2_000_000) // (c.copy_bandwidth_gbps * eff)
+
+    assert _shuffle_ps(planar_to(3)) == ps(by_width[16], 3)
+    back = f"(Copy 2 16 16 {dims((3, 1, hw), (hw, 3, 1), (n, 3 * hw, 3 * hw))})"
+    assert _shuffle_ps(back) == ps(by_width[16], 3)
+    shuffle = int(CostFact.SHUFFLE.of(c))
+    assert _shuffle_ps(planar_to(4)) == ps(shuffle, 4)
+    assert _shuffle_ps(planar_to(3, hw + 1)) == ps(shuffle, 3)  # 2-byte planes 100354 bytes apart
+    nine = f"(Copy 1 16 16 {dims((hw, 1, 9), (9, hw, 1))})"  # uint8: 9 bytes a pixel, within a shuffle's 64
+    assert _shuffle_ps(nine) == c.launch_ns * 1000 + (hw * 9 * 2_000_000) // (c.copy_bandwidth_gbps * shuffle)

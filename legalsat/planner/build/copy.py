@@ -17,8 +17,16 @@ from legalsat.planner.solve import Infeasible, solve_linear, solve_tma_box, solv
 from legalsat.protocols.synth import TmaPipelineSpec
 from legalsat.targets import Target
 from legalsat.terms.descriptor import Swizzle
-from legalsat.terms.integers import cdiv, gcd_all, lowbit
-from legalsat.terms.movement import Copy, misaligned_pitch, relaid_out, sector_skewable, transposed_pair
+from legalsat.terms.integers import cdiv, gcd_all, lowbit, pow2_at_least
+from legalsat.terms.movement import (
+    Copy,
+    Interleave,
+    interleave_form,
+    misaligned_pitch,
+    relaid_out,
+    sector_skewable,
+    transposed_pair,
+)
 from legalsat.terms.strategy import Strategy
 
 TRANSPOSE_SWIZZLE_SPAN = Swizzle.B128.span_bytes  # the widest TMA swizzle
@@ -157,6 +165,8 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     if small and r.eb > 8:  # the e-class may hold narrower forms; this one is what extraction chose
         raise Infeasible([Code.SHUFFLE_WORD.at(f"{r.eb}-byte elements: a warp shuffle exchanges words of at "
                                                "most 8 bytes")])
+    if small and (form := interleave_form(r.dims, r.eb)) is not None:
+        return interleave_piece(r, form, target)
     # a 1-byte tile with 256-byte runs on both sides takes 64 KiB: measured on the H100 (uint8
     # 8192^2, tools/staged_sweep.py) 256 x 256 runs at 2647 GB/s, 256 x 128 (32 KiB) at 2607
     # a misaligned destination that fits L2 is written plainly (its partly written sectors
@@ -201,6 +211,46 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     else:
         stores = max(r.eb, min(16, f.tile_b * r.eb, _aligned(r, "dst", b)))
     return (_piece(r, strategy, tiles, grid, f.num_warps, loads, store_vector_bytes=stores, smem=smem),
+            Walk(r, tiles=tiles))
+
+
+# A shuffle plan of a transpose between planes and interleaved channels (NCHW <-> NHWC with a
+# few channels, SoA <-> AoS: `terms.movement.interleave_form`) runs the interleave kernel
+# (legalsat.kernels.interleave): each thread moves whole 16-byte vectors of pixels and regroups
+# them in its own registers. A program takes INTERLEAVE_GROUPS_PER_THREAD vectors of pixels a
+# thread, INTERLEAVE_WARPS warps: on the H100 (64 x 3 x 224 x 224 fp16 NCHW -> NHWC, device
+# time) 128 to 512 groups of 4 or 8 warps ran 9.9-10.3 us, 1,024 groups of 16 warps 11.3.
+INTERLEAVE_GROUPS_PER_THREAD = 2
+INTERLEAVE_WARPS = 4
+
+
+def interleave_piece(r: Region, f: Interleave, target: Target) -> tuple[Piece, Walk]:
+    """The interleave kernel's piece: the channels whole (a power of two), a run of pixels of
+    INTERLEAVE_GROUPS_PER_THREAD vectors a thread, halved while the programs would not give
+    each SM PROGRAMS_PER_SM (down to one vector a thread; a shorter dim, to one vector). Its vectors are as wide as both sides' group
+    starts are aligned: a planar run starts where the base, offset and other strides allow; an
+    interleaved group of whole vectors of pixels (its channels' bytes times a multiple of 16)
+    where the base, offset and the strides of the dims beside the pair allow."""
+    vec = 16 // r.eb
+    pixels = r.dims[f.pixel][0]
+    run = max(vec, min(vec * 32 * INTERLEAVE_WARPS * INTERLEAVE_GROUPS_PER_THREAD, pow2_at_least(pixels)))
+    others = prod(n for k, (n, _, _) in enumerate(r.dims) if k not in (f.pixel, f.channel))
+    while run > vec * 32 * INTERLEAVE_WARPS and others * cdiv(pixels, run) < PROGRAMS_PER_SM * target.sm_count:
+        run //= 2
+    tiles = tuple(pow2_at_least(f.channels) if k == f.channel else run if k == f.pixel else 1
+                  for k in range(len(r.dims)))
+    grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
+    planar, interleaved = ("src", "dst") if f.to_interleaved else ("dst", "src")
+
+    def group_align(side: str) -> int:
+        align, offset = (r.src_align, r.src_offset) if side == "src" else (r.dst_align, r.dst_offset)
+        strides = [(s if side == "src" else d) * r.eb for k, (n, s, d) in enumerate(r.dims)
+                   if k not in (f.pixel, f.channel) and n > 1]
+        return lowbit(gcd_all((align, offset, *strides)), 16)
+
+    width = {planar: _aligned(r, planar, f.pixel), interleaved: group_align(interleaved)}
+    loads, stores = (max(r.eb, min(16, width[side])) for side in ("src", "dst"))
+    return (_piece(r, Strategy.SHUFFLE, tiles, grid, INTERLEAVE_WARPS, loads, store_vector_bytes=stores),
             Walk(r, tiles=tiles))
 
 

@@ -21,6 +21,8 @@ from legalsat.planner.rules.strategies import (
 from legalsat.targets import CostFact, Target
 from legalsat.terms.integers import lowbit
 from legalsat.terms.movement import (
+    INTERLEAVE_MAX_CHANNELS,
+    SHUFFLE_SMALL_BYTES,
     Copy,
     Distribution,
     Gather,
@@ -47,7 +49,8 @@ def placeholders(target: Target) -> dict[str, int]:
     values.update(launch_ps=c.launch_ns * 1000, bandwidth=c.copy_bandwidth_gbps,
                   row_overhead=c.row_overhead_bytes, sort_bytes=c.sort_bytes_per_slot,
                   inspector_launches=INSPECTOR_LAUNCHES, sort_launches=GROUP_SORT_LAUNCHES,
-                  sort_eff=GROUP_SORT_EFFICIENCY)
+                  sort_eff=GROUP_SORT_EFFICIENCY, shuffle_small=SHUFFLE_SMALL_BYTES,
+                  interleave_channels=INTERLEAVE_MAX_CHANNELS)
     return values
 
 

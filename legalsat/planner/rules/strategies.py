@@ -14,8 +14,25 @@ are Strategy codes, `{warp_local}` a Distribution code, `{eff_tma}` ... `{eff_sc
 CostFact keys of the `Eff` table (`eff_scatter`: element-wise access); `{launch_ps}`,
 `{bandwidth}` (GB/s), `{row_overhead}` and `{sort_bytes}` (bytes) come from the target's
 CostFacts; `{inspector_launches}`, `{sort_launches}` and `{sort_eff}` are INSPECTOR_LAUNCHES,
-GROUP_SORT_LAUNCHES and GROUP_SORT_EFFICIENCY.
+GROUP_SORT_LAUNCHES and GROUP_SORT_EFFICIENCY; `{shuffle_small}` and `{interleave_channels}` are
+terms.movement's SHUFFLE_SMALL_BYTES and INTERLEAVE_MAX_CHANNELS (shared with the plan builder
+and the kernels).
 """
+
+def _interleave_rule(dense: str) -> str:
+    """The rule of the shuffle plan in interleave form whose `dense` side ("dst" or "src")
+    holds each pixel's channels together: the channels are the dim contiguous on that side (n2,
+    or n1), which is the pixels' stride there (d1, or s2); the planes' stride on the other side
+    (s2, or d1) keeps 16-byte vectors. Placeholders stay for `STRATEGIES.format`."""
+    c, pixel_stride, plane = ("n2", "d1", "s2") if dense == "dst" else ("n1", "s2", "d1")
+    return (f"(rule ((= p (Lower m)) (Transp m) (= m (Copy eb sa da (DCons n1 1 d1 (DCons n2 s2 1 r)))) "
+            f"(= {pixel_stride} {c}) (= 1 (% {c} 2))\n"
+            f"       (<= {c} {{interleave_channels}}) (<= (* eb {c}) {{shuffle_small}}) (Div r k) (= 16 (* k eb))\n"
+            f"       (= 0 (% (* {plane} eb) 16)) (= 0 (% sa 16)) (= 0 (% da 16)) (= b (Bytes m)) (= e (EffWidth 16)))\n"
+            "      ((union (Cand {shuffle} m) (Shuffle m)) (Has {shuffle} m)\n"
+            "       (set (cost_table_Shuffle m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy\n"
+            f'      :name "shuffle-interleave-{dense}")')
+
 
 # launches an inspector-executor's estimate charges: fewer than it makes (three or four passes
 # over the indices, then the executor), whose passes are short kernels. Charged as passes + 1,
@@ -58,9 +75,17 @@ STRATEGIES = """
             (+ {launch_ps} (/ (* (/ (* b k) 1000) 2000000) (* {bandwidth} (/ (* e (min z 32)) 32)))))) :ruleset strategy
       :name "staged")
 ; shuffle: the smaller side fits a warp's registers (<= 64 bytes): exchange in registers
-(rule ((= p (Lower m)) (Transp m) (= b (Bytes m)) (= z (Small m)) (<= z 64) (= e (Eff {eff_shuffle})))
+(rule ((= p (Lower m)) (Transp m) (= b (Bytes m)) (= z (Small m)) (<= z {shuffle_small})
+       (= e (Eff {eff_shuffle})))
       ((union (Cand {shuffle} m) (Shuffle m)) (Has {shuffle} m)
        (set (cost_table_Shuffle m) (+ {launch_ps} (/ (* b 2000000) (* {bandwidth} e))))) :ruleset strategy :name "shuffle")
+; shuffle in interleave form: planes <-> an odd number of interleaved channels (NCHW <-> NHWC with
+; 3 channels; terms.movement.interleave_form). Whole 16-byte vectors on both sides, regrouped in
+; each thread's registers (legalsat.kernels.interleave): a 16-byte direct copy's efficiency. A
+; staged tile pads odd channels to a power of two and stores them element by element; even ones
+; it stores in runs of their power-of-two part, and there the staged tile measured as fast or
+; faster on the H100 (benchmarks/interleave_probe.json), so they keep the shuffle's own estimate
+""" + _interleave_rule("dst") + "\n" + _interleave_rule("src") + """
 
 ; ---- gathers: the slab one index moves decides the access efficiency ----
 ; a direct gather of grouped (MoE) slots sorts them by group first (a device radix sort:

@@ -3,19 +3,80 @@ import triton.language as tl
 
 
 @triton.jit
-def shuffle_copy_0(src, dst):
+def interleave_0(src, dst):
     pid = tl.program_id(0)
-    t1 = 0
-    t0 = pid
-    r = tl.arange(0, 4)[:, None]
-    e = tl.arange(0, 256)[None, :]
-    ia = t1 * 4 + e % 4
-    ib = t0 * 256 + r * 64 + e // 4
-    so = 0 + ia + ib * 4
-    x = tl.load(src + so, mask=(ib < 777))
-    g = tl.broadcast_to((e % 64) * 4 + e // 64, (4, 256))
-    y = tl.gather(x, g, axis=1)
-    oa = t1 * 4 + e // 64
-    ob = t0 * 256 + r * 64 + e % 64
-    do = 0 + oa * 777 + ob
-    tl.store(dst + do, y, mask=(ob < 777))
+    bt = pid
+    g = tl.arange(0, 128)[:, None]
+    m = tl.arange(0, 8)[None, :]
+    p0 = bt * 1024 + g * 8
+    px = p0 + m
+    pb = 0
+    ib = 0
+    x0 = tl.load(src + ib + p0 * 4 + 0 + m, mask=p0 * 4 + 0 + m < 3108)
+    x1 = tl.load(src + ib + p0 * 4 + 8 + m, mask=p0 * 4 + 8 + m < 3108)
+    x2 = tl.load(src + ib + p0 * 4 + 16 + m, mask=p0 * 4 + 16 + m < 3108)
+    x3 = tl.load(src + ib + p0 * 4 + 24 + m, mask=p0 * 4 + 24 + m < 3108)
+    x0e, x0o = tl.split(tl.reshape(x0, (128, 4, 2)))
+    x0ee, x0eo = tl.split(tl.reshape(x0e, (128, 2, 2)))
+    x0eee, x0eeo = tl.split(tl.reshape(x0ee, (128, 1, 2)))
+    x0eee_ = tl.reshape(x0eee, (128,))
+    x0eeo_ = tl.reshape(x0eeo, (128,))
+    x0eoe, x0eoo = tl.split(tl.reshape(x0eo, (128, 1, 2)))
+    x0eoe_ = tl.reshape(x0eoe, (128,))
+    x0eoo_ = tl.reshape(x0eoo, (128,))
+    x0oe, x0oo = tl.split(tl.reshape(x0o, (128, 2, 2)))
+    x0oee, x0oeo = tl.split(tl.reshape(x0oe, (128, 1, 2)))
+    x0oee_ = tl.reshape(x0oee, (128,))
+    x0oeo_ = tl.reshape(x0oeo, (128,))
+    x0ooe, x0ooo = tl.split(tl.reshape(x0oo, (128, 1, 2)))
+    x0ooe_ = tl.reshape(x0ooe, (128,))
+    x0ooo_ = tl.reshape(x0ooo, (128,))
+    x1e, x1o = tl.split(tl.reshape(x1, (128, 4, 2)))
+    x1ee, x1eo = tl.split(tl.reshape(x1e, (128, 2, 2)))
+    x1eee, x1eeo = tl.split(tl.reshape(x1ee, (128, 1, 2)))
+    x1eee_ = tl.reshape(x1eee, (128,))
+    x1eeo_ = tl.reshape(x1eeo, (128,))
+    x1eoe, x1eoo = tl.split(tl.reshape(x1eo, (128, 1, 2)))
+    x1eoe_ = tl.reshape(x1eoe, (128,))
+    x1eoo_ = tl.reshape(x1eoo, (128,))
+    x1oe, x1oo = tl.split(tl.reshape(x1o, (128, 2, 2)))
+    x1oee, x1oeo = tl.split(tl.reshape(x1oe, (128, 1, 2)))
+    x1oee_ = tl.reshape(x1oee, (128,))
+    x1oeo_ = tl.reshape(x1oeo, (128,))
+    x1ooe, x1ooo = tl.split(tl.reshape(x1oo, (128, 1, 2)))
+    x1ooe_ = tl.reshape(x1ooe, (128,))
+    x1ooo_ = tl.reshape(x1ooo, (128,))
+    x2e, x2o = tl.split(tl.reshape(x2, (128, 4, 2)))
+    x2ee, x2eo = tl.split(tl.reshape(x2e, (128, 2, 2)))
+    x2eee, x2eeo = tl.split(tl.reshape(x2ee, (128, 1, 2)))
+    x2eee_ = tl.reshape(x2eee, (128,))
+    x2eeo_ = tl.reshape(x2eeo, (128,))
+    x2eoe, x2eoo = tl.split(tl.reshape(x2eo, (128, 1, 2)))
+    x2eoe_ = tl.reshape(x2eoe, (128,))
+    x2eoo_ = tl.reshape(x2eoo, (128,))
+    x2oe, x2oo = tl.split(tl.reshape(x2o, (128, 2, 2)))
+    x2oee, x2oeo = tl.split(tl.reshape(x2oe, (128, 1, 2)))
+    x2oee_ = tl.reshape(x2oee, (128,))
+    x2oeo_ = tl.reshape(x2oeo, (128,))
+    x2ooe, x2ooo = tl.split(tl.reshape(x2oo, (128, 1, 2)))
+    x2ooe_ = tl.reshape(x2ooe, (128,))
+    x2ooo_ = tl.reshape(x2ooo, (128,))
+    x3e, x3o = tl.split(tl.reshape(x3, (128, 4, 2)))
+    x3ee, x3eo = tl.split(tl.reshape(x3e, (128, 2, 2)))
+    x3eee, x3eeo = tl.split(tl.reshape(x3ee, (128, 1, 2)))
+    x3eee_ = tl.reshape(x3eee, (128,))
+    x3eeo_ = tl.reshape(x3eeo, (128,))
+    x3eoe, x3eoo = tl.split(tl.reshape(x3eo, (128, 1, 2)))
+    x3eoe_ = tl.reshape(x3eoe, (128,))
+    x3eoo_ = tl.reshape(x3eoo, (128,))
+    x3oe, x3oo = tl.split(tl.reshape(x3o, (128, 2, 2)))
+    x3oee, x3oeo = tl.split(tl.reshape(x3oe, (128, 1, 2)))
+    x3oee_ = tl.reshape(x3oee, (128,))
+    x3oeo_ = tl.reshape(x3oeo, (128,))
+    x3ooe, x3ooo = tl.split(tl.reshape(x3oo, (128, 1, 2)))
+    x3ooe_ = tl.reshape(x3ooe, (128,))
+    x3ooo_ = tl.reshape(x3ooo, (128,))
+    tl.store(dst + pb + 0 + px, tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0eee_, (128, 1)), tl.reshape(x2eee_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1eee_, (128, 1)), tl.reshape(x3eee_, (128, 1))), (128, 2))), (128, 4)), tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0eeo_, (128, 1)), tl.reshape(x2eeo_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1eeo_, (128, 1)), tl.reshape(x3eeo_, (128, 1))), (128, 2))), (128, 4))), (128, 8)), mask=px < 777)
+    tl.store(dst + pb + 777 + px, tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0oee_, (128, 1)), tl.reshape(x2oee_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1oee_, (128, 1)), tl.reshape(x3oee_, (128, 1))), (128, 2))), (128, 4)), tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0oeo_, (128, 1)), tl.reshape(x2oeo_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1oeo_, (128, 1)), tl.reshape(x3oeo_, (128, 1))), (128, 2))), (128, 4))), (128, 8)), mask=px < 777)
+    tl.store(dst + pb + 1554 + px, tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0eoe_, (128, 1)), tl.reshape(x2eoe_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1eoe_, (128, 1)), tl.reshape(x3eoe_, (128, 1))), (128, 2))), (128, 4)), tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0eoo_, (128, 1)), tl.reshape(x2eoo_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1eoo_, (128, 1)), tl.reshape(x3eoo_, (128, 1))), (128, 2))), (128, 4))), (128, 8)), mask=px < 777)
+    tl.store(dst + pb + 2331 + px, tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0ooe_, (128, 1)), tl.reshape(x2ooe_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1ooe_, (128, 1)), tl.reshape(x3ooe_, (128, 1))), (128, 2))), (128, 4)), tl.reshape(tl.join(tl.reshape(tl.join(tl.reshape(x0ooo_, (128, 1)), tl.reshape(x2ooo_, (128, 1))), (128, 2)), tl.reshape(tl.join(tl.reshape(x1ooo_, (128, 1)), tl.reshape(x3ooo_, (128, 1))), (128, 2))), (128, 4))), (128, 8)), mask=px < 777)

@@ -1,0 +1,111 @@
+"""Transposes between planes and interleaved channels (NCHW <-> NHWC, SoA <-> AoS): every
+candidate plan the planner returns, each kernel variant (the interleave kernel's tl and Gluon
+forms among them, `legalsat.kernels.interleave`), PyTorch, `torch.compile` and a same-size
+copy_, timed eagerly and from CUDA graphs (the device's time alone).
+
+    python -m tools.interleave_probe plan   # CPU: benchmarks/interleave_probe_plans.json
+    python -m tools.interleave_probe run    # GPU: $OUT/interleave_probe.json, a table last
+
+Every kernel is run on a poisoned output and compared bit for bit with PyTorch's before it is
+timed; functions are timed in interleaved rounds (median of 3 do_bench medians each).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent / "benchmarks"
+PLANS = HERE / "interleave_probe_plans.json"
+
+# (name, dtype, images, channels, pixels, to_interleaved): NCHW <-> NHWC of ImageNet-sized
+# images (3 channels fp16 and fp32, RGBA uint8), 5 to 7 channels, and AoS <-> SoA of 8 fields
+CASES = [
+    ("NCHW→NHWC 64×3×224×224 fp16", "float16", 64, 3, 224 * 224, True),
+    ("NHWC→NCHW 64×224×224×3 fp16", "float16", 64, 3, 224 * 224, False),
+    ("NCHW→NHWC 32×4×224×224 uint8", "uint8", 32, 4, 224 * 224, True),
+    ("NHWC→NCHW 32×224×224×4 uint8", "uint8", 32, 4, 224 * 224, False),
+    ("NCHW→NHWC 16×3×512×512 fp32", "float32", 16, 3, 512 * 512, True),
+    ("NHWC→NCHW 16×512×512×3 fp32", "float32", 16, 3, 512 * 512, False),
+    *[(f"NCHW→NHWC 64×{c}×112×112 fp16", "float16", 64, c, 112 * 112, True) for c in (5, 6, 7)],
+    *[(f"NHWC→NCHW 64×112×112×{c} fp16", "float16", 64, c, 112 * 112, False) for c in (5, 6, 7)],
+    ("SoA→AoS 16M×8 fp32", "float32", 1, 8, 1 << 24, True),
+    ("AoS→SoA 16M×8 fp32", "float32", 1, 8, 1 << 24, False),
+]
+
+
+def request(dtype: str, images: int, channels: int, pixels: int, to_interleaved: bool) -> dict:
+    """A copy of (images, pixels, channels) elements from planes to interleaved channels, or back."""
+    planar = [channels * pixels, 1, pixels]
+    interleaved = [channels * pixels, channels, 1]
+    src, dst = (planar, interleaved) if to_interleaved else (interleaved, planar)
+    shape = [images, pixels, channels]
+    return {"op": {"kind": "copy", "src": {"dtype": dtype, "shape": shape, "strides": src},
+                   "dst": {"dtype": dtype, "shape": shape, "strides": dst}}, "options": {"max_plans": 8}}
+
+
+def plan() -> None:
+    from legalsat.api import optimize
+
+    out = {name: optimize(request(*case)) for name, *case in CASES}
+    PLANS.write_text(json.dumps(out) + "\n")
+    for name, resp in out.items():
+        print(f"{name:32s} " + ", ".join(f"{p['strategy']} {p['cost']['estimated_us']:.1f} us" for p in resp["plans"]))
+    print(f"wrote {PLANS}")
+
+
+def run() -> None:
+    import torch
+    from triton.testing import do_bench, do_bench_cudagraph
+
+    from benchmarks.measure import same_size_copy, write_probe
+    from legalsat.clients.triton import build_kernel
+    from legalsat.kernels import default_variant, kernel_variants
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    rows = []
+    for name, resp in json.loads(PLANS.read_text()).items():
+        inp = make_inputs(resp, {"torch_op": "copy"}, "cuda", torch.Generator(device="cuda").manual_seed(1))
+        want = reference(inp)
+        names, fns, meta = [], [], []
+        for i, p in enumerate(resp["plans"]):
+            for variant in kernel_variants(p, True):
+                k = build_kernel(resp, variant=variant, plan_index=i)
+                poison(inp)
+                exact = same_bits(inp.call(k), want)
+                print(f"{name} plan {i} {p['strategy']}/{variant}: exact {exact}", flush=True)
+                assert exact, f"{name} plan {i} {variant} differs from PyTorch"
+                names.append(f"{p['strategy']}/{variant}")
+                fns.append(lambda k=k, inp=inp: inp.call(k))
+                meta.append({"plan": i, "default": variant == default_variant(p, True),
+                             "estimated_us": p["cost"]["estimated_us"]})
+
+        def eager(inp=inp):
+            return reference(inp)
+
+        torch._dynamo.reset()  # each workload compiles afresh (no recompile limit, no guard from the last)
+        compiled = torch.compile(eager, dynamic=False)
+        assert same_bits(compiled(), want), f"{name}: torch.compile differs"
+        names += ["torch", "torch.compile", "copy_"]
+        fns += [eager, compiled, same_size_copy(resp["plans"][0]["cost"]["bytes_moved"], "cuda")]
+        meta += [{}, {}, {}]
+        us = {n: [] for n in names}
+        graph_us = {n: [] for n in names}
+        for _ in range(3):
+            for n, fn in zip(names, fns):
+                us[n].append(1e3 * do_bench(fn, return_mode="median"))
+                graph_us[n].append(1e3 * do_bench_cudagraph(fn, return_mode="median"))
+        for n, m in zip(names, meta):
+            rows.append({"workload": name, "kernel": n, **m, "us": round(sorted(us[n])[1], 2),
+                         "graph_us": round(sorted(graph_us[n])[1], 2)})
+        write_probe("interleave_probe.json", "planes <-> interleaved channels", rows)
+    print(f"{'workload':32s} {'kernel':24s} {'eager us':>9s} {'graph us':>9s}")
+    for r in rows:
+        star = " (default of the first plan)" if r.get("default") and r.get("plan") == 0 else ""
+        print(f"{r['workload']:32s} {r['kernel']:24s} {r['us']:9.2f} {r['graph_us']:9.2f}{star}")
+
+
+if __name__ == "__main__":
+    from benchmarks.commands import run_command
+
+    run_command("interleave_probe", {"run": run, "plan": plan})
