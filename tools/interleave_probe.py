@@ -3,8 +3,11 @@ candidate plan the planner returns, each kernel variant (the interleave kernel's
 forms among them, `legalsat.kernels.interleave`), PyTorch, `torch.compile` and a same-size
 copy_, timed eagerly and from CUDA graphs (the device's time alone).
 
-    python -m tools.interleave_probe plan   # CPU: benchmarks/interleave_probe_plans.json
-    python -m tools.interleave_probe run    # GPU: $OUT/interleave_probe.json, a table last
+    python -m tools.interleave_probe plan [NAME ...]  # CPU: benchmarks/interleave_probe_plans.json
+    python -m tools.interleave_probe run [NAME ...]   # GPU: $OUT/interleave_probe.json, a table last
+
+NAME: the cases whose names contain it (all by default); `plan` keeps the other cases' plans in
+the file (those a recorded run measured).
 
 Every kernel is run on a poisoned output and compared bit for bit with PyTorch's before it is
 timed; functions are timed in interleaved rounds (median of 3 do_bench medians each).
@@ -25,6 +28,8 @@ CASES = [
     ("NHWC→NCHW 64×224×224×3 fp16", "float16", 64, 3, 224 * 224, False),
     ("NCHW→NHWC 32×4×224×224 uint8", "uint8", 32, 4, 224 * 224, True),
     ("NHWC→NCHW 32×224×224×4 uint8", "uint8", 32, 4, 224 * 224, False),
+    ("NCHW→NHWC 32×3×224×224 uint8", "uint8", 32, 3, 224 * 224, True),
+    ("NHWC→NCHW 32×224×224×3 uint8", "uint8", 32, 3, 224 * 224, False),
     ("NCHW→NHWC 16×3×512×512 fp32", "float32", 16, 3, 512 * 512, True),
     ("NHWC→NCHW 16×512×512×3 fp32", "float32", 16, 3, 512 * 512, False),
     *[(f"NCHW→NHWC 64×{c}×112×112 fp16", "float16", 64, c, 112 * 112, True) for c in (5, 6, 7)],
@@ -44,17 +49,23 @@ def request(dtype: str, images: int, channels: int, pixels: int, to_interleaved:
                    "dst": {"dtype": dtype, "shape": shape, "strides": dst}}, "options": {"max_plans": 8}}
 
 
-def plan() -> None:
+def _chosen(names: tuple[str, ...]) -> list[tuple]:
+    return [c for c in CASES if not names or any(n in c[0] for n in names)]
+
+
+def plan(*names: str) -> None:
     from legalsat.api import optimize
 
-    out = {name: optimize(request(*case)) for name, *case in CASES}
+    out = json.loads(PLANS.read_text()) if names and PLANS.exists() else {}
+    out |= {name: optimize(request(*case)) for name, *case in _chosen(names)}
+    out = {name: out[name] for name, *_ in CASES if name in out}  # in the order of CASES
     PLANS.write_text(json.dumps(out) + "\n")
     for name, resp in out.items():
         print(f"{name:32s} " + ", ".join(f"{p['strategy']} {p['cost']['estimated_us']:.1f} us" for p in resp["plans"]))
     print(f"wrote {PLANS}")
 
 
-def run() -> None:
+def run(*names: str) -> None:
     import torch
     from triton.testing import do_bench, do_bench_cudagraph
 
@@ -64,7 +75,10 @@ def run() -> None:
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
     rows = []
+    chosen = {c[0] for c in _chosen(names)}
     for name, resp in json.loads(PLANS.read_text()).items():
+        if name not in chosen:
+            continue
         inp = make_inputs(resp, {"torch_op": "copy"}, "cuda", torch.Generator(device="cuda").manual_seed(1))
         want = reference(inp)
         names, fns, meta = [], [], []

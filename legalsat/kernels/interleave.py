@@ -16,9 +16,9 @@ With many channels the interleaved side's loads spread as wide, and the Gluon ke
 through the same packed layout (`GLUON_INTERLEAVE_LOAD_CHANNELS`).
 
 Measured on the H100 (device time, CUDA graphs; `python -m tools.interleave_probe`,
-benchmarks/interleave_probe.json): 64 x 3 x 224 x 224 fp16 NCHW -> NHWC 9.8 us in Gluon
-against 10.3 for a same-size `copy_` (tl: 17.9; the staged tile 11.8, torch.compile 17.8),
-NHWC -> NCHW 10.2 in tl (copy_ 10.5, the staged tile 11.9, torch.compile 11.8).
+benchmarks/interleave_probe.json): 64 x 3 x 224 x 224 fp16 NCHW -> NHWC 9.96 us in Gluon
+against 10.33 for a same-size `copy_` (tl: 18.04; the staged tile 12.01, torch.compile 17.86),
+NHWC -> NCHW 10.17 in tl (copy_ 10.33, the staged tile 11.80, torch.compile 11.70).
 """
 
 from __future__ import annotations
@@ -31,8 +31,9 @@ from legalsat.terms.movement import Interleave, interleave_form
 
 # channels from which the Gluon kernel is the default for a piece that loads the interleaved
 # side (its packed loads; it always is for one that stores it). Device time on the H100
-# (benchmarks/interleave_probe.json), tl against Gluon: 3 fp16 channels 10.19 / 10.42 us, 4
-# uint8 3.73 / 4.01; 5 fp16 4.98 / 4.50, 6: 5.50 / 5.00, 7: 7.00 / 5.60, 8 fp32 389.6 / 359.7.
+# (benchmarks/interleave_probe*.json), tl against Gluon: 3 fp16 channels 10.17 / 10.38 us, 3
+# uint8 2.73 / 3.30, 3 fp32 35.68 / 35.25, 4 uint8 3.71 / 4.03; 5 fp16 4.93 / 4.59, 6: 5.57 /
+# 4.97, 7: 6.84 / 5.56, 8 fp32 389.41 / 360.16.
 GLUON_INTERLEAVE_LOAD_CHANNELS = 5
 
 

@@ -58,6 +58,11 @@ def test_interleave_plans_run_bit_exact(monkeypatch, dtype, batch, channels, pix
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     resp = optimize(_request(dtype, batch, channels, pixels, to_interleaved))
+    if channels % 2 == 0:  # the planner offers none (the staged tile's are as fast): the kernel takes
+        # a shuffle plan of even channels all the same, as a client may send it (the staged tile's fields)
+        assert all(p["strategy"] != "shuffle" for p in resp["plans"])
+        staged = next(p for p in resp["plans"] if p["strategy"] == "staged_smem")
+        staged["strategy"] = staged["pieces"][0]["strategy"] = "shuffle"
     shuffle = next(i for i, p in enumerate(resp["plans"]) if p["strategy"] == "shuffle")
     piece = resp["plans"][shuffle]["pieces"][0]
     form = interleave_form(((d["extent"], d["src_stride"], d["dst_stride"]) for d in piece["dims"]),
@@ -100,7 +105,7 @@ def test_the_interleave_form_ranks_first_at_a_16_byte_copys_estimate():
     1.2x slower than the interleave kernel in device time on the H100) is first, with 16-byte
     loads and stores, and says why. Even channel counts (AoS -> SoA of 8 fields, 6 channels)
     keep the staged tile first: its stores take their power-of-two part, and it measured as
-    fast or faster (benchmarks/interleave_probe.json)."""
+    fast or faster (benchmarks/interleave_probe.json): they get no shuffle plan, and say why."""
     for dtype, c, to in (("float16", 3, True), ("float16", 3, False), ("float16", 5, True), ("bfloat16", 7, False),
                          ("uint8", 3, True), ("float32", 3, False)):
         req = _request(dtype, 64, c, 224 * 224, to)
@@ -112,10 +117,13 @@ def test_the_interleave_form_ranks_first_at_a_16_byte_copys_estimate():
         assert piece["vector_bytes"] == 16 and piece["store_vector_bytes"] == 16
         assert plan["explain"][0].startswith("bandwidth-bound at 98% of copy bandwidth")
         assert any(line.startswith("interleave form: ") for line in plan["explain"])
-    for dtype, c, to in (("float32", 8, False), ("float32", 8, True), ("float16", 6, True), ("float16", 4, False)):
-        plans = optimize(_request(dtype, 64, c, 224 * 224, to))["plans"]
-        est = {p["strategy"]: p["cost"]["estimated_us"] for p in plans}
-        assert plans[0]["strategy"] == "staged_smem" and est["staged_smem"] < est["shuffle"], (dtype, c, to, est)
+    for dtype, c, to in (("float32", 8, False), ("float32", 8, True), ("float16", 6, True), ("uint8", 4, False),
+                         ("uint8", 4, True), ("bfloat16", 2, True)):
+        resp = optimize(_request(dtype, 64, c, 224 * 224, to))
+        assert resp["plans"][0]["strategy"] == "staged_smem", (dtype, c, to)
+        assert all(p["strategy"] != "shuffle" for p in resp["plans"])
+        why = next(r for r in resp["rejected"] if r["strategy"] == "shuffle")
+        assert [x["rule"] for x in why["reasons"]] == ["shuffle_even_channels"], why
 
 
 def test_the_form_needs_a_dense_side_of_at_most_64_bytes():
@@ -137,7 +145,7 @@ def test_the_form_needs_a_dense_side_of_at_most_64_bytes():
 def test_variants_the_gluon_kernel_stores_the_interleaved_side():
     """On sm90 a plan writing interleaved channels runs the Gluon kernel by default (its packed
     stores); one reading 3 or 4 channels runs tl (at the copy limit: its loads' sectors are read
-    once), from 5 channels Gluon (its packed loads: 8 fp32 channels 360 against 389 us)."""
+    once), from 5 channels Gluon (its packed loads: 7 fp16 channels 5.6 against 6.8 us)."""
     def shuffle(dtype: str, c: int, to: bool) -> dict:
         return next(p for p in optimize(_request(dtype, 16, c, 1 << 16, to))["plans"] if p["strategy"] == "shuffle")
 
@@ -145,9 +153,9 @@ def test_variants_the_gluon_kernel_stores_the_interleaved_side():
     assert kernel_variants(to, sm90=True) == ["tl", "gluon"] and default_variant(to, sm90=True) == "gluon"
     assert emit(to, "gluon").variant == "gluon" and "gl.convert_layout" in emit(to, "gluon").source
     assert kernel_variants(back, sm90=True) == ["tl", "gluon"] and default_variant(back, sm90=True) == "tl"
-    assert default_variant(shuffle("uint8", 4, False), sm90=True) == "tl"
+    assert default_variant(shuffle("uint8", 3, False), sm90=True) == "tl"
     assert default_variant(shuffle("float16", 5, False), sm90=True) == "gluon"
-    assert default_variant(shuffle("float32", 8, False), sm90=True) == "gluon"
+    assert default_variant(shuffle("float32", 7, False), sm90=True) == "gluon"
     assert default_variant(to, sm90=False) == "tl"
 
 
@@ -204,3 +212,26 @@ def test_compiled_for_sm90_every_access_is_a_16_byte_vector(variant, to_interlea
     assert got["st"] == got["st_v4"] == stores * groups
     assert got["shfl"] == 0
     assert (got["shared"] == 0) == (variant == "tl")
+
+
+def test_the_recorded_probe_replayed_the_first_plan_is_the_fastest_in_device_time():
+    """`python -m tools.interleave_probe` on the H100 (benchmarks/interleave_probe.json and
+    interleave_probe_uint8.json: every candidate and variant of 16 NCHW <-> NHWC and AoS <-> SoA
+    layouts, device time from CUDA graphs), replayed against the planner now: its first plan,
+    in the variant `build_kernel` runs by default, is within 3 % of the fastest kernel on 15 of
+    16 and within 10 % on all (NCHW -> NHWC with 5 fp16 channels, 5.19 against the direct
+    copy's 4.72 us)."""
+    from pathlib import Path
+
+    from tools.interleave_probe import CASES, request
+
+    root = Path(__file__).resolve().parents[2] / "benchmarks"
+    rows = [r for f in ("interleave_probe.json", "interleave_probe_uint8.json")
+            for r in json.loads((root / f).read_text())["kernels"] if r.get("plan") is not None]
+    regrets = {}
+    for name, *case in CASES:
+        measured = {r["kernel"]: r["graph_us"] for r in rows if r["workload"] == name}
+        first = optimize(request(*case))["plans"][0]
+        regrets[name] = measured[f"{first['strategy']}/{default_variant(first, sm90=True)}"] / min(measured.values())
+    assert len(regrets) == 16
+    assert sum(r <= 1.03 for r in regrets.values()) >= 15 and max(regrets.values()) <= 1.10, regrets

@@ -42,8 +42,10 @@ def test_a_launch_bound_transpose_held_by_one_program_is_copied_directly():
     ("launch_bound_sweep", None, 20, 14, 20, 1.06),
     # 24 random small transposes and permutes no rule was fitted on (seed 7)
     # (14 of 14 by the ruled count before a copy's estimate took its fields and element size:
-    # two cases' slower plans are ranked by estimate now, every regret unchanged)
-    ("launch_bound_heldout", "launch_bound_heldout_cases.json", 24, 12, 22, 1.12),
+    # two cases' slower plans are ranked by estimate now, every regret unchanged; 12 of 12 until
+    # 6 interleaved fp32 channels got no shuffle plan, which was a launch-bound plan of 43×5×6×36:
+    # one plan left there, its first, as fast as before)
+    ("launch_bound_heldout", "launch_bound_heldout_cases.json", 24, 11, 22, 1.12),
 ])
 def test_recorded_launch_bound_sweeps_replayed(file, cases, graph_near, graph_ruled, eager_near, eager_worst):
     """Every candidate of small movements timed on the H100 (device time from CUDA graphs, and

@@ -166,6 +166,10 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
         raise Infeasible([Code.SHUFFLE_WORD.at(f"{r.eb}-byte elements: a warp shuffle exchanges words of at "
                                                "most 8 bytes")])
     if small and (form := interleave_form(r.dims, r.eb)) is not None:
+        if form.channels % 2 == 0:  # measured: benchmarks/interleave_probe.json (INTERLEAVE_WARPS)
+            raise Infeasible([Code.SHUFFLE_EVEN_CHANNELS.at(
+                f"{form.channels} interleaved channels of {r.eb} bytes: the staged tile holds them whole and "
+                f"stores runs of {lowbit(form.channels * r.eb, 16)} bytes")])
         return interleave_piece(r, form, target)
     # a 1-byte tile with 256-byte runs on both sides takes 64 KiB: measured on the H100 (uint8
     # 8192^2, tools/staged_sweep.py) 256 x 256 runs at 2647 GB/s, 256 x 128 (32 KiB) at 2607
@@ -214,12 +218,15 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
             Walk(r, tiles=tiles))
 
 
-# A shuffle plan of a transpose between planes and interleaved channels (NCHW <-> NHWC with a
-# few channels, SoA <-> AoS: `terms.movement.interleave_form`) runs the interleave kernel
+# A shuffle plan of a transpose between planes and an odd number of interleaved channels
+# (NCHW <-> NHWC with 3 channels: `terms.movement.interleave_form`) runs the interleave kernel
 # (legalsat.kernels.interleave): each thread moves whole 16-byte vectors of pixels and regroups
 # them in its own registers. A program takes INTERLEAVE_GROUPS_PER_THREAD vectors of pixels a
-# thread, INTERLEAVE_WARPS warps: on the H100 (64 x 3 x 224 x 224 fp16 NCHW -> NHWC, device
-# time) 128 to 512 groups of 4 or 8 warps ran 9.9-10.3 us, 1,024 groups of 16 warps 11.3.
+# thread, INTERLEAVE_WARPS warps (a few KiB a program, as the staged tiles of small sides). Even
+# channel counts get no shuffle plan: the staged tile stores them in runs of their power-of-two
+# part, and it ran as fast or faster (device time, `python -m tools.interleave_probe`: 4 uint8
+# channels 3.13 / 3.38 us staged against 4.13 / 3.71 interleaved, NCHW -> NHWC / back; 6 fp16
+# 4.44 / 4.48 against 5.64 / 4.97; 8 fp32 (AoS <-> SoA) 363.8 / 361.3 against 363.7 / 360.2).
 INTERLEAVE_GROUPS_PER_THREAD = 2
 INTERLEAVE_WARPS = 4
 
