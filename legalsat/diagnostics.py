@@ -199,8 +199,8 @@ class Code(Enum):
             "make adjacent dims contiguous so they coalesce")
     SHUFFLE_WORD = ("shuffle_word", Category.PLANNING, "a warp shuffle exchanges words of at most 8 bytes",
                     "use staged_smem for this transpose")
-    SHUFFLE_EVEN_CHANNELS = ("shuffle_even_channels", Category.PLANNING, "an even number of interleaved channels "
-                             "is stored in whole runs by the staged tile, which ran as fast as the register "
+    SHUFFLE_EVEN_CHANNELS = ("shuffle_even_channels", Category.PLANNING, "for an even number of interleaved "
+                             "channels the staged tile, which holds them whole, ran as fast as the register "
                              "interleave or faster", "use the staged_smem (or direct) plan")
     SMEM_BUDGET = ("smem_budget", Category.PLANNING, "the strategy's shared memory does not fit the budget",
                    "raise options.smem_bytes, or use a strategy without shared memory")

@@ -37,8 +37,10 @@ from legalsat.terms.strategy import Strategy
 # /18: wgmma_unreadable for every element type; /19: shifted loads of misaligned source rows,
 # no skewed tile whose source runs are under a sector, and a time-limited saturation that stops
 # before an iteration predicted to end past its budget. /20: shuffle plans in interleave form
-# (planes <-> interleaved channels) and their 16-byte estimate for odd channel counts.
-PLANNER_VERSION = "legalsat-planner/20"
+# (planes <-> interleaved channels) and their 16-byte estimate for odd channel counts. /21: no
+# shuffle plan for even channel counts, fewer warps for short interleave runs, the odd form of a
+# small transpose dense on both sides.
+PLANNER_VERSION = "legalsat-planner/21"
 
 
 class Clock:

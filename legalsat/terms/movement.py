@@ -372,4 +372,5 @@ def interleave_form(dims, element_bytes: int) -> Interleave | None:
         forms.append(Interleave(b, a, na, False))
     forms = [f for f in forms
              if 2 <= f.channels <= INTERLEAVE_MAX_CHANNELS and f.channels * element_bytes <= SHUFFLE_SMALL_BYTES]
-    return min(forms, key=lambda f: f.channels, default=None)
+    # both sides dense (a small 2-D transpose): the odd count, which the estimate prices, else the fewer
+    return min(forms, key=lambda f: (f.channels % 2 == 0, f.channels), default=None)

@@ -142,6 +142,28 @@ def test_the_form_needs_a_dense_side_of_at_most_64_bytes():
     assert shuffle is None or shuffle["pieces"][0]["vector_bytes"] < 16
 
 
+def test_a_small_transpose_dense_on_both_sides_takes_its_odd_form():
+    """float32 (65536, 5, 4): 5 channels interleaved in the destination and 4 in the source. The
+    odd form is the one the estimate prices; the even one would be refused
+    (shuffle_even_channels), leaving the staged tile at 6.5x the shuffle's estimate."""
+    assert interleave_form([(4, 1, 5), (5, 4, 1)], 4).channels == 5
+    req = {"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [65536, 5, 4], "strides": [20, 4, 1]},
+                  "dst": {"dtype": "float32", "shape": [65536, 5, 4], "strides": [20, 1, 5]}}}
+    resp = optimize(req)
+    assert resp["plans"][0]["strategy"] == "shuffle", [(p["strategy"], p["cost"]["estimated_us"]) for p in resp["plans"]]
+
+
+def test_a_run_shorter_than_a_vector_a_thread_takes_fewer_warps():
+    """uint8 NHWC -> NCHW of 50000 x 32 x 32 x 3 (1,024 pixels: 64 vectors of 16): with 4 warps
+    the block would spread over 128 threads, and Triton lays it out with 8-byte accesses through
+    shared memory; the plan takes 2 warps."""
+    plan = optimize(_request("uint8", 50000, 3, 1024, False))["plans"][0]
+    assert plan["strategy"] == "shuffle" and plan["tile"][1] == 1024 and plan["num_warps"] == 2
+    for dtype, pixels, warps in (("float16", 256, 1), ("float16", 64, 1), ("float32", 4096, 4)):
+        plan = next(p for p in optimize(_request(dtype, 4096, 3, pixels, False))["plans"] if p["strategy"] == "shuffle")
+        assert plan["num_warps"] == warps, (dtype, pixels, plan["num_warps"])
+
+
 def test_variants_the_gluon_kernel_stores_the_interleaved_side():
     """On sm90 a plan writing interleaved channels runs the Gluon kernel by default (its packed
     stores); one reading 3 or 4 channels runs tl (at the copy limit: its loads' sectors are read
@@ -189,6 +211,21 @@ print(json.dumps({"variant": em.variant, **{k: len(re.findall(p, ptx)) for k, p 
                   (("ld", r"ld\\.global"), ("ld_v4", r"ld\\.global[^\\n]*\\.v4"), ("st", r"st\\.global"),
                    ("st_v4", r"st\\.global[^\\n]*\\.v4"), ("shfl", r"shfl\\."), ("shared", r"(?:ld|st)\\.shared"))}}))
 """
+
+
+def test_compiled_for_sm90_a_short_run_keeps_16_byte_vectors():
+    """The 1,024-pixel uint8 planes of test_a_run_shorter_than_a_vector_a_thread_takes_fewer_warps,
+    read from the interleaved side in tl (its default): 16-byte vectors, no shared memory (with
+    4 warps: 8-byte vectors and 144 shared-memory accesses)."""
+    require_client()
+    req = _request("uint8", 50000, 3, 1024, False)
+    out = subprocess.run([sys.executable, "-c", SM90_PTX, json.dumps(req), "tl"], capture_output=True, text=True,
+                         env={k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"},
+                         timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["ld"] == got["ld_v4"] == 3 and got["st"] == got["st_v4"] == 3
+    assert got["shared"] == 0 and got["shfl"] == 0
 
 
 @pytest.mark.parametrize("variant,to_interleaved", [("tl", True), ("gluon", True), ("tl", False), ("gluon", False)])

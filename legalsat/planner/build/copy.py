@@ -168,8 +168,7 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     if small and (form := interleave_form(r.dims, r.eb)) is not None:
         if form.channels % 2 == 0:  # measured: benchmarks/interleave_probe.json (INTERLEAVE_WARPS)
             raise Infeasible([Code.SHUFFLE_EVEN_CHANNELS.at(
-                f"{form.channels} interleaved channels of {r.eb} bytes: the staged tile holds them whole and "
-                f"stores runs of {lowbit(form.channels * r.eb, 16)} bytes")])
+                f"{form.channels} interleaved channels of {r.eb} bytes (an even count)")])
         return interleave_piece(r, form, target)
     # a 1-byte tile with 256-byte runs on both sides takes 64 KiB: measured on the H100 (uint8
     # 8192^2, tools/staged_sweep.py) 256 x 256 runs at 2647 GB/s, 256 x 128 (32 KiB) at 2607
@@ -223,8 +222,8 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
 # (legalsat.kernels.interleave): each thread moves whole 16-byte vectors of pixels and regroups
 # them in its own registers. A program takes INTERLEAVE_GROUPS_PER_THREAD vectors of pixels a
 # thread, INTERLEAVE_WARPS warps (a few KiB a program, as the staged tiles of small sides). Even
-# channel counts get no shuffle plan: the staged tile stores them in runs of their power-of-two
-# part, and it ran as fast or faster (device time, `python -m tools.interleave_probe`: 4 uint8
+# channel counts get no shuffle plan: the staged tile, which holds them whole (a power of two
+# with no padding), ran as fast or faster (device time, `python -m tools.interleave_probe`: 4 uint8
 # channels 3.13 / 3.38 us staged against 4.13 / 3.71 interleaved, NCHW -> NHWC / back; 6 fp16
 # 4.44 / 4.48 against 5.64 / 4.97; 8 fp32 (AoS <-> SoA) 363.8 / 361.3 against 363.7 / 360.2).
 INTERLEAVE_GROUPS_PER_THREAD = 2
@@ -234,7 +233,8 @@ INTERLEAVE_WARPS = 4
 def interleave_piece(r: Region, f: Interleave, target: Target) -> tuple[Piece, Walk]:
     """The interleave kernel's piece: the channels whole (a power of two), a run of pixels of
     INTERLEAVE_GROUPS_PER_THREAD vectors a thread, halved while the programs would not give
-    each SM PROGRAMS_PER_SM (down to one vector a thread; a shorter dim, to one vector). Its vectors are as wide as both sides' group
+    each SM PROGRAMS_PER_SM (down to one vector a thread; a shorter dim, to one vector), and
+    fewer warps for a run of fewer than one vector a thread of INTERLEAVE_WARPS warps. Its vectors are as wide as both sides' group
     starts are aligned: a planar run starts where the base, offset and other strides allow; an
     interleaved group of whole vectors of pixels (its channels' bytes times a multiple of 16)
     where the base, offset and the strides of the dims beside the pair allow."""
@@ -244,6 +244,9 @@ def interleave_piece(r: Region, f: Interleave, target: Target) -> tuple[Piece, W
     others = prod(n for k, (n, _, _) in enumerate(r.dims) if k not in (f.pixel, f.channel))
     while run > vec * 32 * INTERLEAVE_WARPS and others * cdiv(pixels, run) < PROGRAMS_PER_SM * target.sm_count:
         run //= 2
+    # no more warps than a vector of pixels a thread: a block spread over more threads than it has
+    # vectors is laid out with narrower accesses (and, in tl, through shared memory)
+    warps = max(1, min(INTERLEAVE_WARPS, run // (vec * 32)))
     tiles = tuple(pow2_at_least(f.channels) if k == f.channel else run if k == f.pixel else 1
                   for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
@@ -257,7 +260,7 @@ def interleave_piece(r: Region, f: Interleave, target: Target) -> tuple[Piece, W
 
     width = {planar: _aligned(r, planar, f.pixel), interleaved: group_align(interleaved)}
     loads, stores = (max(r.eb, min(16, width[side])) for side in ("src", "dst"))
-    return (_piece(r, Strategy.SHUFFLE, tiles, grid, INTERLEAVE_WARPS, loads, store_vector_bytes=stores),
+    return (_piece(r, Strategy.SHUFFLE, tiles, grid, warps, loads, store_vector_bytes=stores),
             Walk(r, tiles=tiles))
 
 

@@ -82,9 +82,9 @@ STRATEGIES = """
 ; shuffle in interleave form: planes <-> an odd number of interleaved channels (NCHW <-> NHWC with
 ; 3 channels; terms.movement.interleave_form). Whole 16-byte vectors on both sides, regrouped in
 ; each thread's registers (legalsat.kernels.interleave): a 16-byte direct copy's efficiency. A
-; staged tile pads odd channels to a power of two and stores them element by element; even ones
-; it stores in runs of their power-of-two part, and there the staged tile measured as fast or
-; faster on the H100 (benchmarks/interleave_probe.json), so they keep the shuffle's own estimate
+; staged tile pads odd channels to a power of two and stores them element by element; for even
+; ones it measured as fast or faster on the H100 (benchmarks/interleave_probe.json), so they keep
+; the shuffle's own estimate (and the plan builder refuses them: shuffle_even_channels)
 """ + _interleave_rule("dst") + "\n" + _interleave_rule("src") + """
 
 ; ---- gathers: the slab one index moves decides the access efficiency ----
