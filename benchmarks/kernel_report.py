@@ -177,14 +177,14 @@ def report(results_path: Path, keep_facts: bool = False) -> None:
         facts = replace(facts, source=f"calibrated on {env['gpu']} (driver {env['driver']}, triton {env['triton']})")
     after_est = whatif.estimates(facts)
     after = regrets(entries, meas, after_est, whatif.order)
-    provenance = {"gpu": env["gpu"], "driver": env["driver"], "torch": env["torch"], "triton": env["triton"],
-                  "copy_gbps": round(results["copy_gbps"], 1), "date": datetime.date.today().isoformat(),
-                  "fit": rounds, "by": "benchmarks/bench_kernels.py report"}
-    old = json.loads(cost_path("sm90").read_text()).get("provenance", {}) if cost_path("sm90").exists() else {}
-    for kept_from in ("tile_walk", "fields"):
-        if kept_from in old:
-            provenance[kept_from] = old[kept_from]
-    if not keep_facts:
+    if not keep_facts:  # the fitted facts, with the cost file's earlier provenance of the facts this fit keeps
+        provenance = {"gpu": env["gpu"], "driver": env["driver"], "torch": env["torch"], "triton": env["triton"],
+                      "copy_gbps": round(results["copy_gbps"], 1), "date": datetime.date.today().isoformat(),
+                      "fit": rounds, "by": "benchmarks/bench_kernels.py report"}
+        old = json.loads(cost_path("sm90").read_text()).get("provenance", {}) if cost_path("sm90").exists() else {}
+        for kept_from in ("tile_walk", "fields"):
+            if kept_from in old:
+                provenance[kept_from] = old[kept_from]
         cost_path("sm90").write_text(json.dumps(cost_document(facts, provenance), indent=1) + "\n")
     (HERE / "kernel_results.json").write_text(json.dumps(results, indent=1) + "\n")
     md = results_md(results, variants, meas, before, after, facts, rounds, residuals(meas, after_est), keep_facts)

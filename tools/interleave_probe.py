@@ -69,10 +69,9 @@ def run(*names: str) -> None:
     import torch
     from triton.testing import do_bench, do_bench_cudagraph
 
-    from benchmarks.measure import same_size_copy, write_probe
-    from legalsat.clients.triton import build_kernel
-    from legalsat.kernels import default_variant, kernel_variants
-    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+    from benchmarks.measure import checked_kernels, same_size_copy, write_probe
+    from legalsat.kernels import default_variant
+    from legalsat.testing.torch_reference import make_inputs, reference, same_bits
 
     rows = []
     chosen = {c[0] for c in _chosen(names)}
@@ -81,18 +80,12 @@ def run(*names: str) -> None:
             continue
         inp = make_inputs(resp, {"torch_op": "copy"}, "cuda", torch.Generator(device="cuda").manual_seed(1))
         want = reference(inp)
-        names, fns, meta = [], [], []
-        for i, p in enumerate(resp["plans"]):
-            for variant in kernel_variants(p, True):
-                k = build_kernel(resp, variant=variant, plan_index=i)
-                poison(inp)
-                exact = same_bits(inp.call(k), want)
-                print(f"{name} plan {i} {p['strategy']}/{variant}: exact {exact}", flush=True)
-                assert exact, f"{name} plan {i} {variant} differs from PyTorch"
-                names.append(f"{p['strategy']}/{variant}")
-                fns.append(lambda k=k, inp=inp: inp.call(k))
-                meta.append({"plan": i, "default": variant == default_variant(p, True),
-                             "estimated_us": p["cost"]["estimated_us"]})
+        records, kernels = checked_kernels(name, resp, inp, want, gluon=True)
+        assert len(kernels) == len(records), f"{name}: a kernel failed or differs from PyTorch: {records}"
+        labels = [f"{c['strategy']}/{c['variant']}" for c, _ in kernels]
+        fns = [lambda k=k, inp=inp: inp.call(k) for _, k in kernels]
+        meta = [{"plan": c["plan"], "default": c["variant"] == default_variant(resp["plans"][c["plan"]], True),
+                 "estimated_us": c["estimated_us"]} for c, _ in kernels]
 
         def eager(inp=inp):
             return reference(inp)
@@ -100,16 +93,16 @@ def run(*names: str) -> None:
         torch._dynamo.reset()  # each workload compiles afresh (no recompile limit, no guard from the last)
         compiled = torch.compile(eager, dynamic=False)
         assert same_bits(compiled(), want), f"{name}: torch.compile differs"
-        names += ["torch", "torch.compile", "copy_"]
+        labels += ["torch", "torch.compile", "copy_"]
         fns += [eager, compiled, same_size_copy(resp["plans"][0]["cost"]["bytes_moved"], "cuda")]
         meta += [{}, {}, {}]
-        us = {n: [] for n in names}
-        graph_us = {n: [] for n in names}
-        for _ in range(3):
-            for n, fn in zip(names, fns):
+        us = {n: [] for n in labels}
+        graph_us = {n: [] for n in labels}
+        for _ in range(3):  # each function eagerly and from a CUDA graph, in interleaved rounds
+            for n, fn in zip(labels, fns):
                 us[n].append(1e3 * do_bench(fn, return_mode="median"))
                 graph_us[n].append(1e3 * do_bench_cudagraph(fn, return_mode="median"))
-        for n, m in zip(names, meta):
+        for n, m in zip(labels, meta):
             rows.append({"workload": name, "kernel": n, **m, "us": round(sorted(us[n])[1], 2),
                          "graph_us": round(sorted(graph_us[n])[1], 2)})
         write_probe("interleave_probe.json", "planes <-> interleaved channels", rows)

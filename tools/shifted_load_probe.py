@@ -90,12 +90,15 @@ def main() -> list[dict]:
         if exact:
             fns.append(lambda fn=fn, grid=grid, dst=dst, w=warps: fn[(grid,)](buf, dst, off, num_warps=w))
             names.append(f"shifted R={r} BC={bc} warps={warps}")
-    planned = build_kernel(json.loads(PLANS.read_text())[WORKLOAD]["response"], variant="tl")
+    response = json.loads(PLANS.read_text())[WORKLOAD]["response"]
+    planned = build_kernel(response, variant="tl")
     out = torch.empty(rows, cols, device=dev, dtype=torch.bfloat16)
     planned(src, out)
     assert torch.equal(out.view(torch.int16), want.view(torch.int16)), "the planned kernel"
     fns.append(lambda: planned(src, out))
-    names.append("planned direct")  # recorded before planner/19: 2-byte loads
+    # the recorded run's plan (before planner/19) loaded 2 bytes at a time; later plans shift
+    names.append("planned direct, shifted" if response["plans"][0]["pieces"][0].get("shifted_loads")
+                 else "planned direct")
     compiled = torch.compile(lambda d, s: d.copy_(s), dynamic=False)
     tc_out = torch.empty_like(out)
     compiled(tc_out, src)

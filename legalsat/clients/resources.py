@@ -107,9 +107,11 @@ def ptxas_report(ptx: str, arch: int) -> tuple[int, int]:
     return int(regs.group(1)) if regs else 0, sum(spills)
 
 
-def compile_launch(em: Emitted, ln: Launch, arch: int = 90) -> KernelResources:
-    """Compile one launch's kernel for `arch` (a capability, 90 = sm_90a) and report it.
-    Raises what Triton raises when the kernel does not compile."""
+def compile_kernel(em: Emitted, ln: Launch, arch: int = 90, aligned: bool = False):
+    """One launch's kernel compiled for `arch` (a capability, 90 = sm_90a): Triton's compiled
+    kernel (`.asm["ptx"]`, `.metadata`). `aligned`: its pointer arguments taken 16-byte aligned,
+    as Triton specializes a launch whose tensors are (the code a GPU then runs: vector widths
+    follow from it). Raises what Triton raises when the kernel does not compile."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler.compiler import ASTSource
@@ -118,8 +120,15 @@ def compile_launch(em: Emitted, ln: Launch, arch: int = 90) -> KernelResources:
     if os.environ.get("TRITON_INTERPRET") == "1":
         raise RuntimeError("compiling needs TRITON_INTERPRET unset (the interpreter compiles nothing)")
     sig, fn, cx = signature(em, ln)
-    src = (GluonASTSource if em.variant == "gluon" else ASTSource)(fn, sig, constexprs=cx)
-    k = triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": ln.num_warps})
+    attrs = {(k,): [["tt.divisibility", 16]] for k, ty in enumerate(sig.values()) if ty.startswith("*")} \
+        if aligned else None
+    src = (GluonASTSource if em.variant == "gluon" else ASTSource)(fn, sig, constexprs=cx, attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options={"num_warps": ln.num_warps})
+
+
+def compile_launch(em: Emitted, ln: Launch, arch: int = 90) -> KernelResources:
+    """Compile one launch's kernel for `arch` (`compile_kernel`) and report it."""
+    k = compile_kernel(em, ln, arch)
     regs, spills = ptxas_report(k.asm["ptx"], arch)
     return KernelResources(ln.kernel, ln.num_warps, k.metadata.shared, regs, spills, len(k.asm["cubin"]))
 

@@ -312,7 +312,7 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
                 t, ls = emit_staged(group)
             elif s is Strategy.SHUFFLE:
                 inter = [x for x in group if interleave_shape(x[1]) is not None]
-                t, ls = emit_shuffle([x for x in group if interleave_shape(x[1]) is None])
+                t, ls = emit_shuffle([x for x in group if x not in inter])
                 ti, li = emit_interleave(inter, variant == "gluon")
                 t, ls = t + ti, ls + li
                 if variant == "gluon" and inter:

@@ -17,6 +17,7 @@ from legalsat.kernels.source import Launch, decompose, program_id
 from legalsat.kernels.words import INT32_LIMIT, WordPiece, plan_error
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
+from legalsat.terms.movement import misaligned_pitch
 
 
 def direct_copy_kernel(name: str, p: WordPiece, block_elems: int) -> tuple[str, int]:
@@ -73,7 +74,7 @@ def shifted_copy_kernel(name: str, p: WordPiece, block_elems: int, field: str) -
     if inner.src != 1 or inner.dst != 1 or inner.extent < v:
         raise plan_error(f"{field}.shifted_loads", f"{field}.shifted_loads is set but the piece's innermost dim is not "
                          f"a run of at least {v} words contiguous on both sides")
-    if p.dst_offset % v or any(d.dst % v for d in outer):
+    if p.dst_offset % v or any(misaligned_pitch(d.dst, p.word) for d in outer):
         raise plan_error(f"{field}.shifted_loads", f"{field}.shifted_loads is set but the destination's rows do not "
                          "all start on 16 bytes")
     n = inner.extent

@@ -23,7 +23,9 @@ NHWC -> NCHW 10.17 in tl (copy_ 10.33, the staged tile 11.80, torch.compile 11.7
 
 from __future__ import annotations
 
-from legalsat.kernels.source import Launch, decompose
+from math import prod
+
+from legalsat.kernels.source import Launch, decompose, program_id
 from legalsat.kernels.words import WordPiece
 from legalsat.schemas.plan import PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least
@@ -96,7 +98,6 @@ def interleave_kernel(name: str, p: WordPiece, f: Interleave, pixels_per_program
 
     plane = stride(f.channel, planar_side)
     cp = pow2_at_least(c)
-    bits = 64 if p.index_bits() == 64 else 32
     lines = [f"@{'gluon' if gluon else 'triton'}.jit", f"def {name}(src, dst):"]
     ax_g = ax_m = ""
     if gluon:
@@ -105,7 +106,7 @@ def interleave_kernel(name: str, p: WordPiece, f: Interleave, pixels_per_program
                   "[2, 1, 0])",
                   f"    LC: gl.constexpr = gl.BlockedLayout([1, {cp}, {v}], [32, 1, 1], [{num_warps}, 1, 1], [2, 1, 0])"]
         ax_g, ax_m = ", layout=gl.SliceLayout(1, LA)", ", layout=gl.SliceLayout(0, LA)"
-    lines.append(f"    pid = {lang}.program_id(0)" + (f".to({lang}.int64)" if bits == 64 else ""))
+    lines.append(program_id(p.index_bits(), lang=lang))
     lines += decompose("pid", [(f"t{k}", p.dims[k].extent) for k in outer] + [("bt", nbt)])
     lines += [f"    g = {lang}.arange(0, {groups}{ax_g})[:, None]", f"    m = {lang}.arange(0, {v}{ax_m})[None, :]",
               f"    p0 = bt * {per} + g * {v}", "    px = p0 + m",
@@ -120,10 +121,17 @@ def interleave_kernel(name: str, p: WordPiece, f: Interleave, pixels_per_program
     def packed_mask(masked: bool) -> str:
         return f"(qB < {c})" + (f" & (oB < {n * c})" if masked else "")
 
+    def plane_vector(j: int) -> tuple[str, str]:  # (offset, in-bounds) of plane j's vectors
+        return f"pb + {j * plane} + px", f"px < {n}"
+
+    def interleaved_vector(j: int) -> tuple[str, str]:  # of the j-th vector of each group's channels
+        return f"ib + p0 * {c} + {j * v} + m", f"p0 * {c} + {j * v} + m < {n * c}"
+
+    loaded_at, stored_at = (plane_vector, interleaved_vector) if f.to_interleaved else (interleaved_vector, plane_vector)
+
     def body(masked: bool, ind: str) -> list[str]:
         out: list[str] = []
         if gluon and not f.to_interleaved:  # the interleaved side loaded in the packed layout, then by group
-            k = cp.bit_length() - 1
             out += [ind + ln for ln in packed]
             out += [f"{ind}X = gl.load(src + ib + oB, mask={packed_mask(masked)})",
                     f"{ind}X = gl.permute(gl.convert_layout(X, LC), (0, 2, 1))"]
@@ -133,10 +141,7 @@ def interleave_kernel(name: str, p: WordPiece, f: Interleave, pixels_per_program
         else:
             loaded = []
             for j in range(c):  # a plane's pixels, or the j-th of a group's interleaved vectors
-                if f.to_interleaved:
-                    off, mk = f"pb + {j * plane} + px", "px < " + str(n)
-                else:
-                    off, mk = f"ib + p0 * {c} + {j * v} + m", f"p0 * {c} + {j * v} + m < {n * c}"
+                off, mk = loaded_at(j)
                 out.append(f"{ind}x{j} = {lang}.load(src + {off}" + (f", mask={mk})" if masked else ")"))
                 loaded.append(f"x{j}")
         ins: list[list[str]] = []
@@ -166,10 +171,7 @@ def interleave_kernel(name: str, p: WordPiece, f: Interleave, pixels_per_program
             out.append(f"{ind}gl.store(dst + ib + oB, Y, mask={packed_mask(masked)})")
             return out
         for j, y in enumerate(ys):
-            if f.to_interleaved:
-                off, mk = f"ib + p0 * {c} + {j * v} + m", f"p0 * {c} + {j * v} + m < {n * c}"
-            else:
-                off, mk = f"pb + {j * plane} + px", f"px < {n}"
+            off, mk = stored_at(j)
             if gluon:  # the joined block's layout as the pointers' (the same registers: no data moves)
                 y = f"gl.convert_layout({y}, LA)"
             out.append(f"{ind}{lang}.store(dst + {off}, {y}" + (f", mask={mk})" if masked else ")"))
@@ -181,10 +183,7 @@ def interleave_kernel(name: str, p: WordPiece, f: Interleave, pixels_per_program
         lines += body(True, "    ")
     else:
         lines += [f"    if bt < {full}:", *body(False, "        "), "    else:", *body(True, "        ")]
-    programs = nbt
-    for k in outer:
-        programs *= p.dims[k].extent
-    return "\n".join(lines) + "\n", programs
+    return "\n".join(lines) + "\n", nbt * prod(p.dims[k].extent for k in outer)
 
 
 def emit_interleave(pieces: list[tuple[int, WordPiece, PieceOut]], gluon: bool) -> tuple[list[str], list[Launch]]:

@@ -147,8 +147,9 @@ def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = 
     return TileIndex(tuple(lines), bool(masks), total)
 
 
-def program_id(bits: int, indent: str = "    ") -> str:
-    return f"{indent}pid = tl.program_id(0)" + (".to(tl.int64)" if bits == 64 else "")
+def program_id(bits: int, indent: str = "    ", lang: str = "tl") -> str:
+    """The line binding `pid`, 64-bit where the piece's offsets need it (`lang`: tl or gl)."""
+    return f"{indent}pid = {lang}.program_id(0)" + (f".to({lang}.int64)" if bits == 64 else "")
 
 
 def blocked_layout(shape: list[int], word: int, num_warps: int) -> str:

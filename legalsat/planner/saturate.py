@@ -98,16 +98,20 @@ class _Recorder:
         return report.updated
 
 
+# the most a saturation round multiplies these e-graphs by (their growth bound)
+ROUND_GROWTH = 4
+
+
 def next_iteration_s(last: float, before: float) -> float:
     """What the next iteration is expected to take, from the last two: the last one's time
-    grown as it grew (at least 1x, at most 4x: a round at most quadruples these e-graphs). A
+    grown as it grew (at least 1x, at most ROUND_GROWTH x: a round at most quadruples these e-graphs). A
     run stops at its time budget before an iteration so predicted would end past it, rather
     than after: a rank-7 copy under a 1.5 s timeout ran a 17th round to 119,012 e-nodes and
     answered 2.18 s in, incomplete; it now stops after 16 and answers 1.15 s in, planned
     (`python -m benchmarks.bench_deadline`, benchmarks/deadline_results.json)."""
     if last <= 0:
         return 0.0
-    return last * min(4.0, max(1.0, last / before)) if before > 0 else last
+    return last * min(ROUND_GROWTH, max(1.0, last / before)) if before > 0 else last
 
 
 @contextmanager
@@ -130,9 +134,9 @@ def saturate(start_facts: str, target: Target, limits: Limits = DEFAULT_LIMITS) 
             if began - start + next_iteration_s(last, before) > limits.time_budget_s:
                 stop, it = StopReason.TIME_LIMIT, it - 1
                 break
-            # snapshot only when an iteration could plausibly cross the limit (rounds at most
-            # quadruple these e-graphs); a snapshot costs a copy of the e-graph
-            guarded = 4 * (rec.size - base) >= limits.node_limit
+            # snapshot only when an iteration could plausibly cross the limit (ROUND_GROWTH); a
+            # snapshot costs a copy of the e-graph
+            guarded = ROUND_GROWTH * (rec.size - base) >= limits.node_limit
             if guarded:
                 eg.run_program(*t.push)
                 depth += 1

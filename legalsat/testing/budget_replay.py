@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 RECORDED = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -66,12 +67,15 @@ def replay(workload: dict, budget: str, earlier: tuple[dict, ...] = ()) -> Repla
     return Replayed(workload["name"], budget, plans, workload["copy_same_size_ms"] * 1e3)
 
 
+@cache
+def _recorded(name: str) -> dict:
+    """A recorded run's results (read once a process; callers do not change them)."""
+    return json.loads((RECORDED / name).read_text())
+
+
 def earlier_records(run: str, workload: str) -> tuple[dict, ...]:
     """The `EARLIER` runs' records of `workload` (by name) for recorded run `run`."""
-    out = []
-    for name in EARLIER.get(run, ()):
-        out += [w for w in json.loads((RECORDED / name).read_text())["workloads"] if w["name"] == workload]
-    return tuple(out)
+    return tuple(w for name in EARLIER.get(run, ()) for w in _recorded(name)["workloads"] if w["name"] == workload)
 
 
 def replayed(results: dict, run: str = "") -> Iterator[Replayed]:
@@ -85,4 +89,4 @@ def replayed(results: dict, run: str = "") -> Iterator[Replayed]:
 def recorded_runs() -> Iterator[tuple[str, dict]]:
     """(file name, results) of the recorded runs."""
     for name in RUNS:
-        yield name, json.loads((RECORDED / name).read_text())
+        yield name, _recorded(name)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -30,3 +34,29 @@ def skewed_response(response: dict) -> dict:
     piece["tile"], piece["store_vector_bytes"] = [64, 128], 16
     out["plans"] = [plan]
     return out
+
+
+_SM90_COUNTS = """
+import json, re, sys
+from legalsat.api import optimize
+from legalsat.clients.resources import compile_kernel
+from legalsat.kernels import emit
+em = emit(optimize(json.loads(sys.argv[1]))["plans"][0], sys.argv[2])
+(ln,) = em.launches
+ptx = compile_kernel(em, ln, 90, aligned=True).asm["ptx"]
+print(json.dumps({"variant": em.variant, **{k: len(re.findall(p, ptx)) for k, p in
+                  (("ld", r"ld\\.global"), ("ld_v4", r"ld\\.global[^\\n]*\\.v4"), ("st", r"st\\.global"),
+                   ("st_v4", r"st\\.global[^\\n]*\\.v4"), ("shfl", r"shfl\\."), ("shared", r"(?:ld|st)\\.shared"))}}))
+"""
+
+
+def sm90_access_counts(request: dict, variant: str = "tl") -> dict:
+    """The global loads and stores (all, and 16-byte vectors), warp shuffles and shared-memory
+    accesses in the PTX of the first plan's one kernel for `request`, compiled for sm90 with
+    16-byte aligned pointers (`legalsat.clients.resources.compile_kernel`; no GPU needed), and
+    the variant emitted. In a child process: compiled, whatever TRITON_INTERPRET this one has."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", _SM90_COUNTS, json.dumps(request), variant], capture_output=True,
+                       text=True, env=env, cwd=Path(__file__).resolve().parents[2], timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])

@@ -10,26 +10,14 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 
 import pytest
 
 from legalsat.api import optimize
 from legalsat.kernels import default_variant, emit, kernel_variants
 from legalsat.terms.movement import interleave_form
-from tests.kernels.client import require_client
-
-
-def _request(dtype: str, batch: int, channels: int, pixels: int, to_interleaved: bool, **src_more) -> dict:
-    """A copy of (batch, pixels, channels) elements from planes to interleaved channels or back."""
-    planar = [channels * pixels, 1, pixels]
-    interleaved = [channels * pixels, channels, 1]
-    src, dst = (planar, interleaved) if to_interleaved else (interleaved, planar)
-    shape = [batch, pixels, channels]
-    return {"op": {"kind": "copy", "src": {"dtype": dtype, "shape": shape, "strides": src, **src_more},
-                   "dst": {"dtype": dtype, "shape": shape, "strides": dst}}, "options": {"max_plans": 8}}
-
+from tests.kernels.client import require_client, sm90_access_counts
+from tools.interleave_probe import request
 
 CASES = [  # dtype, batch, channels, pixels, to_interleaved
     ("float16", 3, 3, 1000, True),
@@ -57,7 +45,7 @@ def test_interleave_plans_run_bit_exact(monkeypatch, dtype, batch, channels, pix
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
     monkeypatch.setenv("TRITON_INTERPRET", "1")
-    resp = optimize(_request(dtype, batch, channels, pixels, to_interleaved))
+    resp = optimize(request(dtype, batch, channels, pixels, to_interleaved))
     if channels % 2 == 0:  # the planner offers none (the staged tile's are as fast): the kernel takes
         # a shuffle plan of even channels all the same, as a client may send it (the staged tile's fields)
         assert all(p["strategy"] != "shuffle" for p in resp["plans"])
@@ -108,7 +96,7 @@ def test_the_interleave_form_ranks_first_at_a_16_byte_copys_estimate():
     fast or faster (benchmarks/interleave_probe.json): they get no shuffle plan, and say why."""
     for dtype, c, to in (("float16", 3, True), ("float16", 3, False), ("float16", 5, True), ("bfloat16", 7, False),
                          ("uint8", 3, True), ("float32", 3, False)):
-        req = _request(dtype, 64, c, 224 * 224, to)
+        req = request(dtype, 64, c, 224 * 224, to)
         req["options"]["explain"] = True
         plans = optimize(req)["plans"]
         plan = plans[0]
@@ -119,7 +107,7 @@ def test_the_interleave_form_ranks_first_at_a_16_byte_copys_estimate():
         assert any(line.startswith("interleave form: ") for line in plan["explain"])
     for dtype, c, to in (("float32", 8, False), ("float32", 8, True), ("float16", 6, True), ("uint8", 4, False),
                          ("uint8", 4, True), ("bfloat16", 2, True)):
-        resp = optimize(_request(dtype, 64, c, 224 * 224, to))
+        resp = optimize(request(dtype, 64, c, 224 * 224, to))
         assert resp["plans"][0]["strategy"] == "staged_smem", (dtype, c, to)
         assert all(p["strategy"] != "shuffle" for p in resp["plans"])
         why = next(r for r in resp["rejected"] if r["strategy"] == "shuffle")
@@ -135,7 +123,7 @@ def test_the_form_needs_a_dense_side_of_at_most_64_bytes():
     assert interleave_form([(1000, 1, 5), (5, 1000, 1)], 16) is None  # 80 bytes
     assert interleave_form([(1000, 1, 1000)], 2) is None  # no transpose
     # an unaligned planar side keeps the form (narrower vectors) but not the 16-byte estimate
-    req = _request("float16", 2, 3, 1001, True)
+    req = request("float16", 2, 3, 1001, True)
     req["op"]["src"]["strides"] = [3 * 1001, 1, 1001]  # planes 2002 bytes apart: off 16 bytes
     plans = optimize(req)["plans"]
     shuffle = next((p for p in plans if p["strategy"] == "shuffle"), None)
@@ -157,10 +145,10 @@ def test_a_run_shorter_than_a_vector_a_thread_takes_fewer_warps():
     """uint8 NHWC -> NCHW of 50000 x 32 x 32 x 3 (1,024 pixels: 64 vectors of 16): with 4 warps
     the block would spread over 128 threads, and Triton lays it out with 8-byte accesses through
     shared memory; the plan takes 2 warps."""
-    plan = optimize(_request("uint8", 50000, 3, 1024, False))["plans"][0]
+    plan = optimize(request("uint8", 50000, 3, 1024, False))["plans"][0]
     assert plan["strategy"] == "shuffle" and plan["tile"][1] == 1024 and plan["num_warps"] == 2
     for dtype, pixels, warps in (("float16", 256, 1), ("float16", 64, 1), ("float32", 4096, 4)):
-        plan = next(p for p in optimize(_request(dtype, 4096, 3, pixels, False))["plans"] if p["strategy"] == "shuffle")
+        plan = next(p for p in optimize(request(dtype, 4096, 3, pixels, False))["plans"] if p["strategy"] == "shuffle")
         assert plan["num_warps"] == warps, (dtype, pixels, plan["num_warps"])
 
 
@@ -169,7 +157,7 @@ def test_variants_the_gluon_kernel_stores_the_interleaved_side():
     stores); one reading 3 or 4 channels runs tl (at the copy limit: its loads' sectors are read
     once), from 5 channels Gluon (its packed loads: 7 fp16 channels 5.6 against 6.8 us)."""
     def shuffle(dtype: str, c: int, to: bool) -> dict:
-        return next(p for p in optimize(_request(dtype, 16, c, 1 << 16, to))["plans"] if p["strategy"] == "shuffle")
+        return next(p for p in optimize(request(dtype, 16, c, 1 << 16, to))["plans"] if p["strategy"] == "shuffle")
 
     to, back = shuffle("float16", 3, True), shuffle("float16", 3, False)
     assert kernel_variants(to, sm90=True) == ["tl", "gluon"] and default_variant(to, sm90=True) == "gluon"
@@ -184,33 +172,11 @@ def test_variants_the_gluon_kernel_stores_the_interleaved_side():
 def test_a_shuffle_plan_whose_piece_is_neither_form_is_refused():
     from legalsat.diagnostics import InputError
 
-    plan = next(p for p in optimize(_request("float16", 2, 3, 1000, True))["plans"] if p["strategy"] == "shuffle")
+    plan = next(p for p in optimize(request("float16", 2, 3, 1000, True))["plans"] if p["strategy"] == "shuffle")
     bad = copy.deepcopy(plan)
     bad["pieces"][0]["element_bytes"] = 16
     with pytest.raises(InputError):
         emit(bad)
-
-
-SM90_PTX = """
-import json, re, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler.compiler import ASTSource
-from triton.experimental.gluon._runtime import GluonASTSource
-from legalsat.api import optimize
-from legalsat.clients.resources import signature
-from legalsat.kernels import emit
-req, variant = json.loads(sys.argv[1]), sys.argv[2]
-em = emit(optimize(req)["plans"][0], variant)
-(ln,) = em.launches
-sig, fn, cx = signature(em, ln)
-aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as Triton specializes them
-src = (GluonASTSource if em.variant == "gluon" else ASTSource)(fn, sig, constexprs=cx, attrs=aligned)
-ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": ln.num_warps}).asm["ptx"]
-print(json.dumps({"variant": em.variant, **{k: len(re.findall(p, ptx)) for k, p in
-                  (("ld", r"ld\\.global"), ("ld_v4", r"ld\\.global[^\\n]*\\.v4"), ("st", r"st\\.global"),
-                   ("st_v4", r"st\\.global[^\\n]*\\.v4"), ("shfl", r"shfl\\."), ("shared", r"(?:ld|st)\\.shared"))}}))
-"""
 
 
 def test_compiled_for_sm90_a_short_run_keeps_16_byte_vectors():
@@ -218,12 +184,7 @@ def test_compiled_for_sm90_a_short_run_keeps_16_byte_vectors():
     read from the interleaved side in tl (its default): 16-byte vectors, no shared memory (with
     4 warps: 8-byte vectors and 144 shared-memory accesses)."""
     require_client()
-    req = _request("uint8", 50000, 3, 1024, False)
-    out = subprocess.run([sys.executable, "-c", SM90_PTX, json.dumps(req), "tl"], capture_output=True, text=True,
-                         env={k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"},
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = sm90_access_counts(request("uint8", 50000, 3, 1024, False))
     assert got["ld"] == got["ld_v4"] == 3 and got["st"] == got["st_v4"] == 3
     assert got["shared"] == 0 and got["shfl"] == 0
 
@@ -235,12 +196,7 @@ def test_compiled_for_sm90_every_access_is_a_16_byte_vector(variant, to_interlea
     accesses a group on the interleaved side (the packed layout's lanes of a 4th, padding
     channel are masked off), one conversion through shared memory, no shuffle."""
     require_client()
-    req = _request("float16", 64, 3, 2048 * 24, to_interleaved)
-    out = subprocess.run([sys.executable, "-c", SM90_PTX, json.dumps(req), variant], capture_output=True, text=True,
-                         env={k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"},
-                         timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got = sm90_access_counts(request("float16", 64, 3, 2048 * 24, to_interleaved), variant)
     assert got["variant"] == variant
     groups = 2  # vectors of pixels a thread (INTERLEAVE_GROUPS_PER_THREAD)
     packed = 4 if variant == "gluon" else 3
@@ -260,7 +216,7 @@ def test_the_recorded_probe_replayed_the_first_plan_is_the_fastest_in_device_tim
     copy's 4.72 us)."""
     from pathlib import Path
 
-    from tools.interleave_probe import CASES, request
+    from tools.interleave_probe import CASES
 
     root = Path(__file__).resolve().parents[2] / "benchmarks"
     rows = [r for f in ("interleave_probe.json", "interleave_probe_uint8.json")

@@ -15,7 +15,7 @@ import math
 import pytest
 
 from legalsat.api import optimize
-from tests.kernels.client import require_client
+from tests.kernels.client import require_client, sm90_access_counts
 
 CASES = [  # dtype, shape, source strides, source base alignment
     ("bfloat16", [40, 104], [105, 1], 2),
@@ -123,43 +123,12 @@ def test_a_source_that_is_one_aligned_run_is_not_shifted():
     assert optimize(req)["plans"][0]["pieces"][0].get("shifted_loads")
 
 
-SM90_PTX = """
-import json, re, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler.compiler import ASTSource
-from legalsat.api import optimize
-from legalsat.clients.resources import signature
-from legalsat.kernels import emit
-em = emit(optimize(json.loads(sys.argv[1]))["plans"][0])
-(ln,) = em.launches
-sig, fn, cx = signature(em, ln)
-aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}  # as Triton specializes them
-ptx = triton.compile(ASTSource(fn, sig, constexprs=cx, attrs=aligned), target=GPUTarget("cuda", 90, 32),
-                     options={"num_warps": ln.num_warps}).asm["ptx"]
-print(json.dumps({k: len(re.findall(p, ptx)) for k, p in
-                  (("ld_v4", r"ld\\.global[^\\n]*\\.v4"), ("st_v4", r"st\\.global[^\\n]*\\.v4"),
-                   ("shared", r"(?:ld|st)\\.shared"))}))
-"""
-
-
 def test_the_column_slice_kernel_loads_and_stores_16_byte_vectors_without_shared_memory():
     """Compiled for sm90 (no GPU needed): the shift is a gather within each thread's registers
     (a gather along the whole row compiled to 128 shuffles a word; here, no shared memory) and
     both the loads and the stores are 16-byte vectors."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     require_client()
-    req = _request("bfloat16", [8192, 4096], [4098, 1], 2)
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not interpreted
-    r = subprocess.run([sys.executable, "-c", SM90_PTX, json.dumps(req)], capture_output=True, text=True, env=env,
-                       cwd=Path(__file__).resolve().parents[2], timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    counts = json.loads(r.stdout.split("\n")[-2])
+    counts = sm90_access_counts(_request("bfloat16", [8192, 4096], [4098, 1], 2))
     assert counts["ld_v4"] >= 2 and counts["st_v4"] >= 1 and counts["shared"] == 0, counts
 
 

@@ -251,14 +251,7 @@ def interleave_piece(r: Region, f: Interleave, target: Target) -> tuple[Piece, W
                   for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
     planar, interleaved = ("src", "dst") if f.to_interleaved else ("dst", "src")
-
-    def group_align(side: str) -> int:
-        align, offset = (r.src_align, r.src_offset) if side == "src" else (r.dst_align, r.dst_offset)
-        strides = [(s if side == "src" else d) * r.eb for k, (n, s, d) in enumerate(r.dims)
-                   if k not in (f.pixel, f.channel) and n > 1]
-        return lowbit(gcd_all((align, offset, *strides)), 16)
-
-    width = {planar: _aligned(r, planar, f.pixel), interleaved: group_align(interleaved)}
+    width = {planar: _aligned(r, planar, f.pixel), interleaved: _aligned(r, interleaved, f.pixel, f.channel)}
     loads, stores = (max(r.eb, min(16, width[side])) for side in ("src", "dst"))
     return (_piece(r, Strategy.SHUFFLE, tiles, grid, warps, loads, store_vector_bytes=stores),
             Walk(r, tiles=tiles))
@@ -331,11 +324,12 @@ def fields_us(pieces: list[Piece], egraph_us: float, moved_bytes: int, target: T
     return max(egraph_us, launch + bytes_us, launch + fc.programs_us)
 
 
-def _aligned(r: Region, side: str, contiguous: int) -> int:
+def _aligned(r: Region, side: str, *within: int) -> int:
     """The largest power of two (at most 16) dividing every address a run on `side` starts at:
-    its base alignment, the piece's offset and, in bytes, the strides of its other dims."""
+    its base alignment, the piece's offset and, in bytes, the strides of the dims other than
+    those the run spans (`within`: its contiguous dim, or more)."""
     align, offset = (r.src_align, r.src_offset) if side == "src" else (r.dst_align, r.dst_offset)
-    strides = [(s if side == "src" else d) * r.eb for k, (n, s, d) in enumerate(r.dims) if k != contiguous and n > 1]
+    strides = [(s if side == "src" else d) * r.eb for k, (n, s, d) in enumerate(r.dims) if k not in within and n > 1]
     return lowbit(gcd_all((align, offset, *strides)), 16)
 
 
