@@ -162,7 +162,8 @@ def table(results: dict) -> str:
         same = f"{limit / best['ms']:.2f}" if best and limit < 1e9 else "-"
         tc = w.get("torch_compile_ms")
         xc = f"{tc / best['ms']:.2f}" if best and tc else "-"
-        first = w["candidates"][0] if w["candidates"] else {}
+        # the planner's first plan as build_kernel runs it (records before "default": its first variant)
+        first = next((c for c in w["candidates"] if c["plan"] == 0 and c.get("default", True)), {})
         fr = f"{first.get('strategy', '-')} {first['ms'] / best['ms']:.3f}" if best and first.get("ms") else "-"
         lines.append(f"{w['name'][:48]:48s} {tt:>13s} {bb:>30s} {sp:>8s} {xc:>9s} {same:>18s} {fr:>18s}")
     bad = [(w["name"], c["strategy"], c["variant"]) for w in results["workloads"] + results["cases"]

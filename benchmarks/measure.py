@@ -94,19 +94,21 @@ def write_probe(filename: str, workload: str, rows: list[dict]) -> None:
 def checked_kernels(name: str, response: dict, inp, want, gluon: bool) -> tuple[list[dict], list]:
     """Every plan of `response` as a kernel (TMA plans as the tl and, with `gluon`, the Gluon
     variant): output poisoned, compared bit for bit with `want`. Returns one record per
-    kernel and the (record, kernel) pairs of the exact ones. A kernel that fails is a result,
+    kernel (`default`: the variant `build_kernel` runs by default on this GPU) and the
+    (record, kernel) pairs of the exact ones. A kernel that fails is a result,
     reported with its error."""
     import torch
 
     from legalsat.clients.triton import build_kernel
-    from legalsat.kernels import kernel_variants
+    from legalsat.kernels import default_variant, kernel_variants
     from legalsat.testing.torch_reference import poison, same_bits
 
     out, kernels = [], []
     for i, p in enumerate(response["plans"]):
+        default = default_variant(p, gluon)
         for variant in kernel_variants(p, gluon):
             cand = {"plan": i, "strategy": p["strategy"], "variant": variant, "term": p["term"],
-                    "estimated_us": p["cost"]["estimated_us"]}
+                    "estimated_us": p["cost"]["estimated_us"], "default": variant == default}
             try:
                 k = build_kernel(response, plan_index=i, variant=variant)
                 poison(inp)

@@ -69,3 +69,25 @@ def test_the_gpu_plan_check_recorded_every_plan_of_its_corpus_bit_exact():
     r = subprocess.run([sys.executable, "-m", "tools.gpu_plan_check", "no-such-command"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "usage:" in r.stderr
+
+
+MISALIGNED_CORPORA = ("interleave", "interleave_short", "shifted", "small", "budget", "gathers", "dtypes", None)
+
+
+def test_the_gpu_plan_check_recorded_plans_run_on_misaligned_tensors_exact_or_refused():
+    """benchmarks/gpu_plan_check_misaligned.json is `python -m tools.gpu_plan_check run
+    --misalign` over the copies and gathers of every committed corpus, each tensor moved one
+    element past a 16-byte boundary: every plan run bit-exact or refused by the client (TMA
+    descriptors, words wider than the tensor's alignment), none faulting or differing."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+    recorded = json.loads((root / "gpu_plan_check_misaligned.json").read_text())
+    requests = [json.loads(line) for name in MISALIGNED_CORPORA
+                for line in (root / f"gpu_plan_check{'_' + name if name else ''}_requests.jsonl").read_text().splitlines()]
+    assert recorded["misaligned"] and recorded["requests"] == sum(r["kind"] != "load_tile" for r in requests) == 372
+    assert not recorded["faults"] and not recorded["differing"]
+    assert {key.rsplit(" ", 1)[1] for key in recorded["counts"]} == {"exact", "refused"}
+    assert all(recorded["counts"].get(f"copy tma/{v} exact", 0) == 0 for v in ("tl", "gluon"))  # a descriptor needs 16
+    assert sum(c for key, c in recorded["counts"].items() if key.endswith(" exact")) == 826

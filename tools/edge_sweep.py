@@ -2,7 +2,7 @@
 small transposes, a padded pitch, 3-channel NCHW->NHWC), measured on the GPU next to
 `torch.compile` of the same op (whose generated Triton source is written too).
 
-    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [--interleave N [--cudagraph]] [NAME ...]
+    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [--interleave N [--cudagraph]] [--only STRATEGY] [NAME ...]
                                                       # on the GPU machine; writes $OUT/edge_sweep*.json
 
 `--plain`: staged tiles whose destination rows are misaligned are emitted unskewed (whole-tile
@@ -14,6 +14,7 @@ a sector, the emitter's choice) and load that many bytes of extra source rows.
 `--interleave N`: every exact variant of a workload, its same-size `copy_` and `torch.compile`
 are timed together in N interleaved rounds (`benchmarks.measure.timed_together`), so that drift
 weighs on all alike, instead of one after another.
+`--only STRATEGY`: variants of that strategy's plan alone.
 `--cudagraph` (with `--interleave`): each replayed from a CUDA graph, the device's time alone
 (the small transposes are otherwise mostly the host's launch).
 
@@ -67,11 +68,11 @@ def variants(plan: dict) -> list[tuple[list[int], int]]:
                     continue
                 if not 512 <= ta * tb * eb <= 65536 or ta > cap[ka] or tb > cap[kb]:
                     continue
-                if not small and max(ta, tb) > 256:
+                if not small and max(ta, tb) > 256 and min(ta, tb) > 8:  # long thin tiles: AoS->SoA's 8 fields
                     continue
                 t = list(base)
                 t[ka], t[kb] = ta, tb
-                out += [(t, w) for w in (2, 4, 8) if ta * tb // (32 * w) >= 4]
+                out += [(t, w) for w in (2, 4, 8, 16) if ta * tb // (32 * w) >= 4]
     return out
 
 
@@ -107,6 +108,11 @@ def main() -> None:
         rounds = int(argv[k + 1])
         tag += "_interleaved"
         del argv[k:k + 2]
+    only = None
+    if "--only" in argv:
+        k = argv.index("--only")
+        only = argv[k + 1]
+        del argv[k:k + 2]
     graph = "--cudagraph" in argv
     if graph and not rounds:
         raise SystemExit("--cudagraph times variants together: give --interleave N")
@@ -127,6 +133,8 @@ def main() -> None:
         pending: list[tuple[dict, object]] = []  # interleaved: (row, kernel call), timed at the end
         best = None
         for i, plan in enumerate(resp["plans"]):
+            if only and plan["strategy"] != only:
+                continue
             for tile, warps in variants(plan):
                 r = copy.deepcopy(resp)
                 r["plans"] = [r["plans"][i]]

@@ -70,7 +70,6 @@ def run(*names: str) -> None:
     from triton.testing import do_bench, do_bench_cudagraph
 
     from benchmarks.measure import checked_kernels, same_size_copy, write_probe
-    from legalsat.kernels import default_variant
     from legalsat.testing.torch_reference import make_inputs, reference, same_bits
 
     rows = []
@@ -84,8 +83,7 @@ def run(*names: str) -> None:
         assert len(kernels) == len(records), f"{name}: a kernel failed or differs from PyTorch: {records}"
         labels = [f"{c['strategy']}/{c['variant']}" for c, _ in kernels]
         fns = [lambda k=k, inp=inp: inp.call(k) for _, k in kernels]
-        meta = [{"plan": c["plan"], "default": c["variant"] == default_variant(resp["plans"][c["plan"]], True),
-                 "estimated_us": c["estimated_us"]} for c, _ in kernels]
+        meta = [{"plan": c["plan"], "default": c["default"], "estimated_us": c["estimated_us"]} for c, _ in kernels]
 
         def eager(inp=inp):
             return reference(inp)

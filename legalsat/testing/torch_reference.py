@@ -9,7 +9,7 @@ benchmarks/bench_kernels.py (GPU).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 
 import torch
@@ -103,6 +103,39 @@ def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) ->
             index = index.sort().values
     return Inputs("gather", torch_op, 2 * out.numel() * es, src, index=index, group=group, out=out, unit=unit,
                   axis=axis)
+
+
+def _moved(t: torch.Tensor, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """`t` (a view) and its whole storage copied to an allocation `shift` bytes past a 16-byte
+    boundary: (the same view there, the storage there)."""
+    nbytes = t.untyped_storage().nbytes()
+    raw = torch.empty(nbytes + shift, dtype=torch.uint8, device=t.device)[shift:]
+    raw.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()))
+    storage = raw.view(t.dtype)
+    return _at(storage, t), storage
+
+
+def _at(storage: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """`t`'s view (shape, strides, offset) over `storage`, a 1-D tensor that may itself start
+    past its allocation's first element (as_strided's offset counts from there)."""
+    return storage.as_strided(t.shape, t.stride(), storage.storage_offset() + t.storage_offset())
+
+
+def misaligned(inp: Inputs, shift: int) -> Inputs:
+    """`inp` with its source and destination (a gather's output) moved `shift` bytes past a
+    16-byte boundary, values, strides and offsets kept: tensors a caller passes to a plan made
+    for 16-byte aligned bases (a view into a packed buffer, a slice past its first element).
+    `shift` is a multiple of the element size below 16. The reference (`reference`) is the
+    same; compute it on `inp`."""
+    es = inp.src.element_size()
+    if shift % es or not 0 < shift < 16:
+        raise ValueError(f"shift {shift} is not a multiple of the {es}-byte element below 16")
+    src, _ = _moved(inp.src, shift)
+    if inp.kind == "copy":
+        dst_buf, storage = _moved(inp.dst_buf, shift)
+        return replace(inp, src=src, dst=_at(storage, inp.dst), dst_buf=dst_buf)
+    out, _ = _moved(inp.out, shift)
+    return replace(inp, src=src, out=out)
 
 
 def _moe_permute(src: torch.Tensor, index: torch.Tensor, group: torch.Tensor):
