@@ -1,13 +1,14 @@
 """When a time-limited request answers, against its `timeout_ms`: a rank-7 copy whose dims
 never coalesce (the server tests' slow request), planned in one process under several
 timeouts. Saturation takes half of a timeout (its time budget) and stops before an
-iteration the last two predict would end past it (`legalsat.planner.saturate.next_iteration_s`).
+iteration the last two predict would end past it (`legalsat.planner.saturate.next_iteration_s`),
+the serialization of the e-graph it would leave included (`finish_s`).
 
     python -m benchmarks.bench_deadline [--json OUT.json]
 
-Each timeout twice: with the prediction and without it (the loop as it was before that check,
-stopping only once past the budget). Prints per timeout the answer's time, status, stop
-reason, rounds and e-nodes (best of 3).
+Each timeout three times: without either prediction (the loop stopping only once past the
+budget), with the next round's alone (the serialization after the rounds left out), and with
+both. Prints per timeout the answer's time, status, stop reason, rounds and e-nodes (best of 3).
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ def main() -> None:
 
     optimize({"term": "(copy (view uint8 (16 16) (16 1) 16) (view uint8 (16 16) (1 16) 16))"})  # compile rules
     figures = {"python": platform.python_version()}
-    for label, predict in (("without_prediction", lambda last, before: 0.0),
-                           ("with_prediction", saturate.next_iteration_s)):
+    rounds, finish = saturate.next_iteration_s, saturate.finish_s
+    for label, predict, after in (("without_prediction", lambda last, before: 0.0, lambda nodes: 0.0),
+                                  ("with_round_prediction", rounds, lambda nodes: 0.0),
+                                  ("with_prediction", rounds, finish)):
         rows = figures[label] = []
-        with mock.patch.object(saturate, "next_iteration_s", predict):
+        with mock.patch.object(saturate, "next_iteration_s", predict), mock.patch.object(saturate, "finish_s", after):
             for timeout in TIMEOUTS_MS:
                 runs = []
                 for _ in range(3):

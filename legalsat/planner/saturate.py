@@ -3,7 +3,8 @@
 Limits are results, not exceptions (egg's StopReason): the run stops when an iteration
 changes nothing (`saturated`), or before an iteration would pass `node_limit` (that
 iteration is rolled back with push/pop), or before an iteration the last ones predict would
-end past the time budget (`next_iteration_s`), or after `max_iterations`.
+end past the time budget (`next_iteration_s`, the serialization after the rounds included:
+`finish_s`), or after `max_iterations`.
 The request's hard deadline is the caller's: a worker process that overruns is killed from
 outside (a signal cannot stop an egglog iteration).
 
@@ -102,12 +103,36 @@ class _Recorder:
 ROUND_GROWTH = 4
 
 
+# what serializing a saturated e-graph costs a node (the e-class count and the viewer's snapshot
+# come from one serialization after the rounds), measured on the 2-core machine: 1.5-2.2 us for
+# the planner suite and a rank-7 copy stopped by node limits (992 e-nodes: 1.6 ms; 98,689: 218
+# ms), 6.2-6.8 us for the same copy stopped by its time budget mid-growth (66,479: 410 ms;
+# 119,012: 815 ms). Each run of 2,000 nodes or more replaces the rate by the average of it and
+# its own, so a process learns its machine's and its requests'
+FINISH_S_PER_NODE = 2e-6
+FINISH_RATE_MIN_NODES = 2_000
+_finish_rate = FINISH_S_PER_NODE
+
+
+def finish_s(nodes: int) -> float:
+    """What the work after the rounds is expected to take for an e-graph of `nodes` e-nodes
+    (its serialization: linear in the e-graph; the last rounds' strategies are small)."""
+    return nodes * _finish_rate
+
+
+def _learn_finish_rate(seconds: float, nodes: int) -> None:
+    global _finish_rate
+    if nodes >= FINISH_RATE_MIN_NODES:
+        _finish_rate = (_finish_rate + seconds / nodes) / 2
+
+
 def next_iteration_s(last: float, before: float) -> float:
     """What the next iteration is expected to take, from the last two: the last one's time
     grown as it grew (at least 1x, at most ROUND_GROWTH x: a round at most quadruples these e-graphs). A
     run stops at its time budget before an iteration so predicted would end past it, rather
     than after: a rank-7 copy under a 1.5 s timeout ran a 17th round to 119,012 e-nodes and
-    answered 2.18 s in, incomplete; it now stops after 16 and answers 1.15 s in, planned
+    answered 2.1 s in, incomplete; with this prediction it stopped after 16 and answered 1.1 s
+    in, planned, and with the serialization counted too (`finish_s`) after 15, 0.6 s in
     (`python -m benchmarks.bench_deadline`, benchmarks/deadline_results.json)."""
     if last <= 0:
         return 0.0
@@ -129,11 +154,16 @@ def saturate(start_facts: str, target: Target, limits: Limits = DEFAULT_LIMITS) 
         start = time.perf_counter()
         stop, it = StopReason.ITERATION_LIMIT, 0
         last = before = 0.0  # the last two iterations' seconds
+        grown = rec.size  # the e-graph's size before the last iteration
         for it in range(1, limits.max_iterations + 1):
             began = time.perf_counter()
-            if began - start + next_iteration_s(last, before) > limits.time_budget_s:
+            # the budget holds the rounds and the finish: the next round as predicted, then
+            # the serialization of the e-graph it leaves (grown as the last round grew it)
+            after = rec.size * min(ROUND_GROWTH, max(1.0, rec.size / max(grown, 1)))
+            if began - start + next_iteration_s(last, before) + finish_s(round(after)) > limits.time_budget_s:
                 stop, it = StopReason.TIME_LIMIT, it - 1
                 break
+            grown = rec.size
             # snapshot only when an iteration could plausibly cross the limit (ROUND_GROWTH); a
             # snapshot costs a copy of the e-graph
             guarded = ROUND_GROWTH * (rec.size - base) >= limits.node_limit
@@ -156,12 +186,14 @@ def saturate(start_facts: str, target: Target, limits: Limits = DEFAULT_LIMITS) 
                 stop = StopReason.SATURATED
                 break
             last, before = time.perf_counter() - began, last
+        finish = time.perf_counter()
         for ruleset in _FINISH:
             rec.run(0, ruleset, t.finish[ruleset])
         # one serialization gives the e-class count and the viewer's snapshot; the e-class ids
         # are read with a regex (same counts as parsing the JSON, ~10x faster on large graphs)
         snapshot = eg.serialize([]).to_json()
         classes = _ECLASS.findall(snapshot)
+        _learn_finish_rate(time.perf_counter() - finish, rec.size)
         report = SaturationReport(it, stop, len(classes), len(set(classes)), tuple(rec.steps),
                                   tuple(sorted(rec.matches.items())))
         yield Saturation(eg, report, snapshot)
