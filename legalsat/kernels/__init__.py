@@ -263,8 +263,20 @@ def _check_blocks(plan: PlanOut) -> None:
 
 def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
     """The kernel module of one plan. Raises InputError naming the plan field when the plan
-    cannot become a kernel."""
+    cannot become a kernel: the schema's checks, each emitter's own, and for fields that
+    disagree in a way neither names (a plan edited by hand), the plan as a whole."""
     plan = validate_plan(plan)
+    try:
+        return _emit(plan, variant)
+    except InputError:
+        raise
+    except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as e:
+        raise plan_error("plan", f"the plan's fields disagree with each other ({type(e).__name__}: {e})",
+                         "send the plan as the planner returned it (an edited plan can be checked with "
+                         "`legalsat emit`)") from None
+
+
+def _emit(plan: PlanOut, variant: str) -> Emitted:
     if variant not in VARIANTS:
         raise Code.INVALID_ARGUMENT.error(f"variant is {variant!r}", f"use one of {VARIANTS}", "variant")
     if not plan.pieces:

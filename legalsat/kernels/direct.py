@@ -69,11 +69,11 @@ def shifted_copy_kernel(name: str, p: WordPiece, block_elems: int, field: str) -
     16-byte vectors the view touches (no page is crossed). `skew < 0` (the client found the
     boundary outside the source's storage): word by word from the view's own address."""
     p = p.coalesced()
-    *outer, inner = p.dims
     v = 16 // p.word
-    if inner.src != 1 or inner.dst != 1 or inner.extent < v:
+    if not p.dims or p.dims[-1].src != 1 or p.dims[-1].dst != 1 or p.dims[-1].extent < v:
         raise plan_error(f"{field}.shifted_loads", f"{field}.shifted_loads is set but the piece's innermost dim is not "
                          f"a run of at least {v} words contiguous on both sides")
+    *outer, inner = p.dims
     if p.dst_offset % v or any(misaligned_pitch(d.dst, p.word) for d in outer):
         raise plan_error(f"{field}.shifted_loads", f"{field}.shifted_loads is set but the destination's rows do not "
                          "all start on 16 bytes")

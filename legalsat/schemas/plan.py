@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from legalsat.schemas.base import ErrorOut, Out
 from legalsat.schemas.protocol import ProtocolIn, ProtocolViolationOut
@@ -41,7 +41,7 @@ class DescriptorOut(Out):
     `role` included: a plan's descriptor can be validated as it stands)."""
 
     dtype: str = Field(description="element type the descriptor moves (words of the plan's element width)")
-    rank: int = Field(description="number of dims (1-5)")
+    rank: int = Field(ge=1, le=5, description="number of dims (1-5)")
     global_address: int = Field(description="a PLACEHOLDER address with the base alignment the plan assumes "
                                 "(2^40 + alignment): the client passes the real pointer")
     global_dim: list[int] = Field(description="extent of each dim, innermost first")
@@ -53,6 +53,15 @@ class DescriptorOut(Out):
     l2_promotion: str = Field(description="none, 64B, 128B or 256B")
     oob_fill: str = Field(description="none (out-of-bounds elements read as zero) or nan_request_zero_fma")
     role: Literal["load", "store"] = Field(description="load: global -> shared; store: shared -> global")
+
+    @field_validator("global_dim", "global_strides", "box_dim", "element_strides")
+    @classmethod
+    def _one_entry_per_dim(cls, v: list[int], info: ValidationInfo) -> list[int]:
+        rank = info.data.get("rank")
+        want = None if rank is None else rank - 1 if info.field_name == "global_strides" else rank
+        if want is not None and len(v) != want:
+            raise ValueError(f"has {len(v)} entries; a descriptor of rank {rank} has {want}")
+        return v
 
 
 class SmemOut(Out):
@@ -126,7 +135,7 @@ class PieceOut(Out):
                                   "from where the index's slab starts)")
     dst_offset_bytes: int = Field(description="byte offset of the region from the destination's base")
     element_bytes: int = Field(description="bytes per element of this piece (contiguous runs widened, up to 16)")
-    dims: list[DimOut] = Field(description="the region's dims, outermost first")
+    dims: list[DimOut] = Field(description="the region's dims, outermost first (none: a single element)")
     strategy: StrategyName = Field(description="how this piece is moved (a ragged tail may be direct)")
     tile: list[Annotated[int, Field(ge=1)]] = Field(description="elements per program: per dim (tiled strategies) "
                                                     "or one flat block; "
@@ -243,7 +252,8 @@ class TileLoadOut(Out):
     """How a tile load walks the tensor and where each tile lands."""
 
     grid: list[int] = Field(description="tile positions per request dim (outermost first): ceil(shape / tile)")
-    coords: list[list[list[int]]] = Field(description="per descriptor dim (innermost first): [request dim, "
+    coords: list[list[Annotated[list[int], Field(min_length=2, max_length=2)]]] = Field(
+        description="per descriptor dim (innermost first): [request dim, "
                                           "multiplier] pairs; a tile T's coordinate is sum(T[dim] * multiplier)")
     boxes: list[TileBoxOut] = Field(description="the boxes of one tile, completing one stage on one mbarrier phase")
     layout: StageLayoutOut = Field(description="where every element of the tile lands in its stage")
@@ -255,6 +265,17 @@ class TileLoadOut(Out):
                                       "tile's positions past it read zero, along broadcast dims too (absent in plans "
                                       "of planner versions before 8)")
     consumer: str = Field(description="what reads the tile")
+
+    @field_validator("coords", "folded", "broadcast")
+    @classmethod
+    def _request_dims(cls, v: list, info: ValidationInfo) -> list:
+        """Every request dim named is one of the tile's (`grid` has one entry per dim)."""
+        rank = len(info.data.get("grid") or ())
+        named = [pair[0] for dim in v for pair in dim] if info.field_name == "coords" else v
+        if rank and any(not 0 <= d < rank for d in named):
+            raise ValueError(f"names request dim {next(d for d in named if not 0 <= d < rank)}; the tile has "
+                             f"{rank} dims (0 to {rank - 1})")
+        return v
     read_conflict_ways: float = Field(description="the bank model's verdict on the consumer's reads (1.0: none)")
     wgmma: WgmmaOut | None = Field(description="wgmma operands: the matrix descriptor of every k-slice")
     estimated_us_per_tile: float = Field(description="the walk's estimated time divided by its tiles")

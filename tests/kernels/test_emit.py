@@ -88,6 +88,10 @@ def test_gluon_honours_the_plans_protocol():
     (lambda p: p.update(pieces=[]), "pieces"),
     (lambda p: p["pieces"][0].update(element_bytes=3), "pieces[0].element_bytes"),
     (lambda p: p["pieces"][0]["descriptors"].pop(), "pieces[0].descriptors"),
+    # edits that reached the emitters as IndexError / ValueError tracebacks
+    (lambda p: p["pieces"][0].update(strategy="direct", dims=[], shifted_loads=True), "pieces[0].shifted_loads"),
+    (lambda p: p["pieces"][0]["descriptors"][0].update(global_strides=[]), "pieces[0].descriptors[0].global_strides"),
+    (lambda p: p["pieces"][0]["descriptors"][0].update(rank=9), "pieces[0].descriptors[0].rank"),
 ])
 def test_bad_plans_name_the_field(mutate, field):
     plan = json.loads(json.dumps(_plan("transpose 40×72 bf16", "tma")))
@@ -95,6 +99,43 @@ def test_bad_plans_name_the_field(mutate, field):
     with pytest.raises(InputError) as e:
         emit(plan)
     assert e.value.headline.field == field and e.value.headline.fix
+
+
+def _tile_plan() -> dict:
+    from legalsat.api import optimize
+
+    req = {"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [96, 40, 130], "strides": [5200, 130, 1]},
+                  "tile": [2, 8, 64], "consumer": "rows"}}
+    return optimize(req)["plans"][0]
+
+
+@pytest.mark.parametrize("mutate,field", [
+    (lambda t: t["coords"][0].__setitem__(0, []), "tile_load.coords[0][0]"),
+    (lambda t: t.update(broadcast=[1_000_000]), "tile_load.broadcast"),
+    (lambda t: t.update(broadcast=[2 ** 63]), "tile_load.broadcast"),
+    (lambda t: t.update(folded=[-1]), "tile_load.folded"),
+])
+def test_bad_tile_walks_name_the_field(mutate, field):
+    plan = _tile_plan()
+    mutate(plan["tile_load"])
+    with pytest.raises(InputError) as e:
+        emit(plan)
+    assert e.value.headline.field == field and e.value.headline.fix
+
+
+def test_fields_that_disagree_past_the_schema_are_named_not_raised(monkeypatch):
+    """Whatever an edited plan makes an emitter trip over is the plan's error, not a traceback."""
+    import legalsat.kernels as kernels
+
+    plan = _plan("transpose 40×72 bf16", "staged_smem")
+
+    def trips(*_):
+        return ()[1]
+
+    monkeypatch.setattr(kernels, "emit_staged", trips)
+    with pytest.raises(InputError) as e:
+        emit(plan)
+    assert e.value.headline.field == "plan" and "IndexError" in e.value.headline.message
 
 
 def test_response_without_plans_and_bad_index():

@@ -115,6 +115,25 @@ def test_verification_past_its_work_bound_is_refused_before_it_runs():
     assert legalsat.verify_pipeline(arrivals(8, 20)).trip_counts  # under the bound: verified
 
 
+def test_setup_and_teardown_count_in_the_work_bound():
+    """A teardown of 128 invalidates of a whole 63-barrier array, next to a 32-barrier array
+    (4,034 trip counts checked), was left out of the bound: 35 s of verification, a 504 from
+    the service. Each whole-array operation now counts once per element, at every trip count."""
+    import time
+
+    teardown = [{"op": "invalidate", "bar": {"name": "a", "all": True}}] * 128
+    proto = {"barriers": [{"name": "a", "count": 63}, {"name": "b", "count": 32}],
+             "setup": [{"op": "init", "bar": {"name": "a", "all": True}, "count": 1}],
+             "roles": [{"name": "r", "blocks": [{"count": 0, "ops": []}]}], "teardown": teardown}
+    t = time.perf_counter()
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(proto)
+    assert e.value.headline.field == "teardown" and "teardown" in e.value.headline.fix
+    assert time.perf_counter() - t < 5
+    proto["teardown"] = teardown[:1]
+    assert legalsat.verify_pipeline(proto).trip_counts  # one invalidate per element: verified
+
+
 def _one_role(*ops) -> dict:
     return {"roles": [{"name": "p", "blocks": [{"count": 2, "ops": list(ops)}]}]}
 

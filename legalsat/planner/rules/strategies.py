@@ -72,7 +72,7 @@ STRATEGIES = """
        (= k (StagedWays eb)) (= z (Run m)))
       ((union (Cand {staged_smem} m) (Staged m)) (Has {staged_smem} m)
        (set (cost_table_Staged m)
-            (+ {launch_ps} (/ (* (/ (* b k) 1000) 2000000) (* {bandwidth} (/ (* e (min z 32)) 32)))))) :ruleset strategy
+            (+ {launch_ps} (/ (* (/ (* b k) 1000) 2000000) (* {bandwidth} (max 1 (/ (* e (min z 32)) 32))))))) :ruleset strategy
       :name "staged")
 ; shuffle: the smaller side fits a warp's registers (<= 64 bytes): exchange in registers
 (rule ((= p (Lower m)) (Transp m) (= b (Bytes m)) (= z (Small m)) (<= z {shuffle_small})
@@ -98,7 +98,7 @@ STRATEGIES = """
 (rule ((= p (Lower m)) (= m (Gath c k s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w)) (= z (SortPs m)))
       ((union (Cand {direct} m) (Direct m)) (Has {direct} m)
        (set (cost_table_Direct m)
-            (+ (+ {launch_ps} z) (/ (* (* c b) 2000000) (* {bandwidth} (/ (* ew (/ (* b 1000) (+ b {row_overhead}))) 1000))))))
+            (+ (+ {launch_ps} z) (/ (* (* c b) 2000000) (* {bandwidth} (max 1 (/ (* ew (/ (* b 1000) (+ b {row_overhead}))) 1000)))))))
       :ruleset strategy :name "gather-direct")
 ; sorted and warp-local indices read neighbouring rows: no row's access pays the overhead of
 ; a scattered one (on the H100, 128-byte rows: 318 / 326 us sorted / warp-local, 394 random)
@@ -116,7 +116,7 @@ STRATEGIES = """
 (rule ((= p (Lower m)) (= m (Gath c {warp_local} s)) (= b (Bytes s)) (= w (Width s)) (= ew (EffWidth w))
        (= e (Eff {eff_shuffle_gather})))
       ((union (Cand {shuffle} m) (Shuffle m)) (Has {shuffle} m)
-       (set (cost_table_Shuffle m) (+ {launch_ps} (/ (* (* c b) 2000000) (* {bandwidth} (/ (* e ew) 1000))))))
+       (set (cost_table_Shuffle m) (+ {launch_ps} (/ (* (* c b) 2000000) (* {bandwidth} (max 1 (/ (* e ew) 1000)))))))
       :ruleset strategy :name "gather-window")
 ; inspector-executor: bucket indices on the GPU (three or four passes over them), then copy
 ; dense runs of rows (launches charged: INSPECTOR_LAUNCHES); pays off when indices cluster
@@ -126,7 +126,7 @@ STRATEGIES = """
       ((union (Cand {inspector_executor} m) (InspExec m)) (Has {inspector_executor} m)
        (set (cost_table_InspExec m)
             (+ (* {inspector_launches} {launch_ps}) (+ (/ (* (* c 24) 2000000) (* {bandwidth} 500))
-               (/ (* (* c b) 2000000) (* {bandwidth} (/ (* (/ (* e ew) 1000) (/ (* b 4000) (+ (* b 4) {row_overhead}))) 1000)))))))
+               (/ (* (* c b) 2000000) (* {bandwidth} (max 1 (/ (* (/ (* e ew) 1000) (/ (* b 4000) (+ (* b 4) {row_overhead}))) 1000))))))))
       :ruleset strategy :name "inspector-executor")
 
 ; ---- plans of a padded movement are plans of the request (under their Pad wrapper) ----
