@@ -197,7 +197,8 @@ class LayoutDimOut(Out):
 
     parts: list[list[int]] = Field(description="[tile dim, multiplier] pairs: tile index i lands at position "
                                    "p = sum(i[dim] * multiplier) along this dim")
-    box: int = Field(ge=1, le=256, description="elements of one box along it (TMA boxes are 1-256)")
+    box: int = Field(ge=1, le=1 << 31, description="elements of one box along it (TMA boxes are 1-256; a "
+                     "direct plan's pointer loads take a tile of many boxes as one)")
     boxes: int = Field(ge=1, le=1 << 24, description="boxes along it per tile")
     stride: int = Field(description="elements between neighbours inside a box")
     box_stride: int = Field(description="elements between neighbouring boxes along it")

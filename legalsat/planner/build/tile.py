@@ -235,7 +235,7 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
     outside it, or each dim on its own; with the consumer's verdict on each layout. Boxes of
     fewer than 8 rows are unswizzled; TMA plans whose boxes would land off 128-byte alignment
     are left out, and so are those of more than MAX_TMA_BOXES boxes (Infeasible, `tile_boxes`,
-    when no other is left)."""
+    when no other is left); a direct plan of more lands the tile as one box."""
     inner_bytes = dims[0].tile * es
     inner = [(sw, sw.span_bytes // es) for sw in (Swizzle.B128, Swizzle.B64, Swizzle.B32)
              if inner_bytes % sw.span_bytes == 0]
@@ -263,6 +263,10 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
             if strategy is Strategy.TMA and boxes > MAX_TMA_BOXES:  # one copy per box, each a protocol line
                 fewest_over = min(fewest_over or boxes, boxes)
                 continue
+            if boxes > MAX_TMA_BOXES:
+                # pointer loads take boxes of any extent: a tile of odd extents (a uint8 [7, 33, 1001]
+                # tile: 231,231 boxes of one byte, a 12 MB plan built for 3 s) lands as one box
+                sw, box = Swizzle.NONE, tuple(d.tile for d in dims)
             layout = stage_layout(dims, box, es, sw)
             ways = stage_read_ways(layout, m.matrix(), m.consumer.kind, m.consumer.major, target)
             wg, note = wgmma_operand(m, layout) if m.consumer.is_wgmma else (None, None)
