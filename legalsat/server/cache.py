@@ -16,8 +16,8 @@ Invariants:
   version never reads an older version's plans (they are also deleted when the file opens);
 - bodies are stored without `request_id` (the worker serializes them so); `splice_request_id`
   puts the caller's in front;
-- at most `max_entries` plans (least recently used are evicted) and `egraphs_kept` e-graphs
-  (oldest first) are kept;
+- at most `max_entries` plans of at most `max_bytes` bytes of bodies (least recently used are
+  evicted) and `egraphs_kept` e-graphs (oldest first) are kept;
 - a file that fails SQLite's quick_check is moved aside (`.corrupt-<time>`) and a new one
   started: a damaged cache costs plans, never the service.
 """
@@ -150,7 +150,8 @@ def open_cache(settings: Settings, version: str,
         return RedisPlanCache(settings.cache_url, version, egraphs_kept=settings.egraphs_kept,
                               timeout_s=settings.cache_timeout_ms / 1000, retry_s=settings.cache_retry_s,
                               ttl_s=settings.cache_ttl_s, on_state=on_state, on_error=on_error)
-    return PlanCache(settings.cache_path, version, settings.cache_max_entries, settings.egraphs_kept)
+    return PlanCache(settings.cache_path, version, settings.cache_max_entries, settings.egraphs_kept,
+                     max_bytes=settings.cache_max_bytes)
 
 
 class PlanCache:
@@ -161,19 +162,24 @@ class PlanCache:
     call_budget_s = 0.0  # called directly (`call`)
 
     def __init__(self, path: str, version: str, max_entries: int = 100_000, egraphs_kept: int = 64,
-                 touch_every_s: float = 60.0):
+                 touch_every_s: float = 60.0, max_bytes: int = 512 << 20):
         self.path = path
         # the LRU order is kept to this resolution: a hit rewrites `used` only when it is older
         # (an UPDATE on every hit cost 6x the lookup, on the event loop)
         self.touch_every_s = touch_every_s
         self.version = version
         self.max_entries = max_entries
+        self.max_bytes = max_bytes
         self.egraphs_kept = egraphs_kept
         self._lock = threading.Lock()
         self.db = self._open()
         self.db.execute("DELETE FROM plans WHERE version != ?", (version,))
         self.db.execute("DELETE FROM egraphs WHERE version != ?", (version,))
-        self._count = self.db.execute("SELECT count(*) FROM plans").fetchone()[0]
+        self._count, self._bytes = self._totals()
+
+    def _totals(self) -> tuple[int, int]:
+        count, size = self.db.execute("SELECT count(*), coalesce(sum(length(body)), 0) FROM plans").fetchone()
+        return count, size
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path or ":memory:", check_same_thread=False, isolation_level=None)
@@ -220,19 +226,29 @@ class PlanCache:
             return row[0]
 
     def put(self, key: str, body: bytes) -> None:
-        """Store a body (without request_id); evicts the least recently used past the bound."""
+        """Store a body (without request_id); evicts the least recently used past the bounds.
+        A body of more than a tenth of `max_bytes` is not stored (it would evict a tenth)."""
+        if len(body) > self.max_bytes // 10:
+            return
         now = time.time()
         with self._lock:
             cur = self.db.execute(
                 "INSERT OR IGNORE INTO plans(key, version, body, created, used) VALUES (?,?,?,?,?)",
                 (key, self.version, body, now, now))
             self._count += cur.rowcount
+            self._bytes += cur.rowcount * len(body)
             if self._count > self.max_entries:
                 # evict a tenth at a time so that a full cache does not delete on every insert
                 drop = self._count - self.max_entries + max(1, self.max_entries // 10)
                 self.db.execute("DELETE FROM plans WHERE key IN (SELECT key FROM plans ORDER BY used "
                                 "LIMIT ?)", (drop,))
-                self._count = self.db.execute("SELECT count(*) FROM plans").fetchone()[0]
+                self._count, self._bytes = self._totals()
+            if self._bytes > self.max_bytes:
+                # the least recently used down to nine tenths of the bound: whole plans, oldest first
+                self.db.execute("DELETE FROM plans WHERE key IN (SELECT key FROM (SELECT key, length(body) AS n, "
+                                "sum(length(body)) OVER (ORDER BY used, key) AS upto FROM plans) WHERE upto - n < ?)",
+                                (self._bytes - self.max_bytes * 9 // 10,))
+                self._count, self._bytes = self._totals()
 
     def __len__(self) -> int:
         return self._count

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,6 +43,25 @@ def test_bounded_least_recently_used_first(tmp_path):
         c.put(f"k{i}", b"{}")
     assert len(c) <= 10
     assert c.get("k0") is not None and c.get("k1") is None and c.get("k14") is not None
+
+
+@pytest.mark.parametrize("path", ["", "c.sqlite3"])
+def test_bounded_in_bytes_least_recently_used_first(tmp_path, path):
+    """An in-memory cache of distinct 10 MB answers grew the service to 1.7 GB (and a file
+    cache to 1 GB on disk) under a bound of 100,000 entries: the bytes are bounded too."""
+    c = PlanCache(path and str(tmp_path / path), "v1", touch_every_s=0, max_bytes=1 << 20)
+    body = b"x" * (100 << 10)
+    for i in range(10):
+        c.put(f"k{i}", body)
+    c.get("k0")  # recently used: survives the eviction
+    for i in range(10, 15):
+        c.put(f"k{i}", body)
+        assert c._bytes <= 1 << 20
+    assert c._bytes == len(c) * len(body) and len(c) >= 8
+    assert c.get("k0") is not None and c.get("k1") is None and c.get("k14") is not None
+    kept = len(c)
+    c.put("big", b"y" * ((1 << 20) // 10 + 1))  # more than a tenth of the bound: not stored, nothing evicted
+    assert c.get("big") is None and len(c) == kept
 
 
 def test_kept_egraphs_are_bounded(tmp_path):
