@@ -224,7 +224,18 @@ _REQUEST_ID = re.compile(rb'"request_id"\s*:\s*("(?:[^"\\]|\\.){0,256}")')
 def _request_id_of(text: bytes) -> str | None:
     """The request_id a line names, however broken the rest of it is: parsed leniently (any
     number, NaN, repeated keys), else (a line nesting too deep to parse) the first
-    `"request_id": "..."` in it."""
+    `"request_id": "..."` in it; None where it is not Unicode text (a lone surrogate), which
+    the error object could not carry faithfully (the service's batch answers null too)."""
+    rid = _lenient_request_id(text)
+    if rid is not None:
+        try:
+            rid.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+    return rid
+
+
+def _lenient_request_id(text: bytes) -> str | None:
     obj = None
     try:
         obj = json.loads(text, parse_int=lambda s: 0, parse_constant=lambda s: None)

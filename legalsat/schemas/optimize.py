@@ -434,7 +434,8 @@ def strides_in_bytes(v: View, field: str) -> Diagnostic | None:
     strided slice), so it is planned as given; the warning names the likely mistake."""
     spanned = [s for n, s in zip(v.shape, v.strides) if n > 1]
     es = v.esize
-    if es <= 1 or not spanned or 1 in spanned or any(s % es for s in spanned if s):
+    # broadcast dims (stride 0) read one element whatever the unit: only nonzero strides tell
+    if es <= 1 or not any(spanned) or 1 in spanned or any(s % es for s in spanned if s):
         return None
     elems = [s // es for s in v.strides]
     return Code.STRIDES_IN_BYTES.at(f"{field}.strides {list(v.strides)}: no dim is contiguous and every stride is a "

@@ -339,6 +339,18 @@ def test_batch_error_lines_keep_the_request_id_of_lines_that_do_not_parse(tmp_pa
     assert all(o["status"] == "error" and o["error"]["code"] != "internal" for o in out), out
 
 
+def test_a_request_id_that_is_not_unicode_text_is_not_echoed(tmp_path):
+    """A request_id of a lone surrogate was refused as "not Unicode text" and copied into the
+    line's error object all the same."""
+    term = '"term": "(copy (view float32 (4) (1) 16) (view float32 (4) (1) 16))"'
+    (tmp_path / "in.jsonl").write_text('{"request_id": "\\ud800", ' + term + "}\n")
+    r = run_cli("batch", str(tmp_path / "in.jsonl"), "-o", str(tmp_path / "out.jsonl"), "--quiet")
+    raw = (tmp_path / "out.jsonl").read_text()
+    out = json.loads(raw)
+    assert r.returncode == 4 and out["status"] == "error" and out["request_id"] is None, raw
+    assert "ud800" not in raw.lower().split('"error"')[0]
+
+
 def test_an_oversize_batch_lines_error_keeps_its_request_id(tmp_path):
     """The README says an oversize line's error object keeps its request_id; the line was
     dropped unread and the object said null."""

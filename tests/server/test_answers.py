@@ -66,6 +66,10 @@ def test_strides_given_in_bytes_get_a_warning(client):
     clean = client.post("/v1/optimize", json={"op": {"kind": "copy", "src": view("bfloat16", [64, 96]),
                                                      "dst": permuted("bfloat16", [64, 96], [1, 0])}})
     assert not clean.json().get("warnings")
+    # an all-broadcast source (strides 0) has no stride that could be bytes
+    bcast = {"dtype": "bfloat16", "shape": [64, 96], "strides": [0, 0]}
+    r = client.post("/v1/optimize", json={"op": {"kind": "copy", "src": bcast, "dst": view("bfloat16", [64, 96])}})
+    assert r.status_code == 200 and not r.json().get("warnings")
 
 
 def test_smem_bytes_binds_every_strategy():
