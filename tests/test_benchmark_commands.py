@@ -61,6 +61,12 @@ def test_the_gpu_plan_check_recorded_every_plan_of_its_corpus_bit_exact():
     lines = (root / "benchmarks" / "gpu_plan_check_shifted_requests.jsonl").read_text().splitlines()
     assert shifted["requests"] == len(lines) == 42 and not shifted["faults"] and not shifted["differing"]
     assert shifted["counts"] == {"copy direct/tl exact": 42}
+    # tile loads whose direct plans land the tile as one box: their own corpus
+    onebox = json.loads((root / "benchmarks" / "gpu_plan_check_onebox.json").read_text())
+    corpus = (root / "benchmarks" / "gpu_plan_check_onebox_requests.jsonl").read_text().splitlines()
+    assert onebox["requests"] == len(corpus) == 7 and not onebox["faults"] and not onebox["differing"]
+    assert onebox["counts"] == {"load_tile direct/tl exact": 7, "load_tile tma/gluon exact": 1,
+                                "load_tile tma/tl exact": 1}
     from legalsat.api import optimize
 
     pieces = [optimize(json.loads(line)["request"])["plans"][0]["pieces"][0] for line in lines]
