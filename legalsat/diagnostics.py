@@ -63,6 +63,9 @@ class Code(Enum):
                      "split the input, or raise LEGALSAT_MAX_BODY_BYTES")
     INVALID_PLAN = ("invalid_plan", Category.INPUT, "the plan given to the kernel client is not one the "
                     "planner returns", "send the plan as the planner returned it")
+    PLAN_INCONSISTENT = ("plan_inconsistent", Category.INPUT, "the plan's fields disagree with each other in a "
+                         "way no single field's check names (a plan edited by hand)",
+                         "send the plan as the planner returned it; if it was, report it with the plan")
     INVALID_ARGUMENT = ("invalid_argument", Category.INPUT, "a kernel was called with tensors that are not "
                         "the views its plan was made for", "pass the tensors the plan was made for")
     DOES_NOT_FIT = ("does_not_fit", Category.INPUT, "the pipeline's stages do not fit the shared-memory "

@@ -132,8 +132,9 @@ class Settings(BaseSettings):
     cache_max_entries: int = Field(100_000, ge=1, description="plans kept in the cache (least "
                                    "recently used go first)")
     cache_max_bytes: int = Field(512 << 20, ge=1 << 20, description="bytes of plans kept in the cache (least "
-                                 "recently used go first): an in-memory cache's share of the service's memory, "
-                                 "a file cache's of its disk")
+                                 "recently used go first; an answer of more than a tenth is not stored): what "
+                                 "plans take of an in-memory cache's memory or a file cache's disk (kept e-graphs "
+                                 "are bounded apart: egraphs_kept x egraph_max_bytes)")
     cache_url: str = Field("", description='a plan cache shared by replicas: "redis://host:port/db" '
                            '(or rediss://, unix://; needs the redis extra); "" uses the SQLite file '
                            "cache_path")

@@ -162,10 +162,13 @@ def kernel_variants(plan: PlanOut | dict, sm90: bool) -> list[str]:
     plan = validate_plan(plan)
     if not sm90:
         return ["tl"]
-    with contextlib.suppress(InputError):  # a plan emit() refuses has no kernel of either variant
+    try:
         if plan.strategy in (Strategy.TMA, Strategy.SHUFFLE) or plan.kind == MovementKind.GATHER:
             if emit(plan, "gluon").variant == "gluon":
                 return ["tl", "gluon"]
+    except InputError as e:  # a plan emit() refuses has no kernel of either variant
+        if e.headline.code is Code.PLAN_INCONSISTENT:
+            raise
     return ["tl"]
 
 
@@ -271,9 +274,10 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
     except InputError:
         raise
     except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as e:
-        raise plan_error("plan", f"the plan's fields disagree with each other ({type(e).__name__}: {e})",
-                         "send the plan as the planner returned it (an edited plan can be checked with "
-                         "`legalsat emit`)") from None
+        # its own code (never mistaken for a refusal: `kernel_variants` passes it on) and the
+        # emitter's traceback chained, should a plan the planner returned ever reach here
+        raise Code.PLAN_INCONSISTENT.error(f"the plan's fields disagree with each other ({type(e).__name__}: {e})",
+                                           field="plan") from e
 
 
 def _emit(plan: PlanOut, variant: str) -> Emitted:

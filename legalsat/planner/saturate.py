@@ -107,10 +107,13 @@ ROUND_GROWTH = 4
 # come from one serialization after the rounds), measured on the 2-core machine: 1.5-2.2 us for
 # the planner suite and a rank-7 copy stopped by node limits (992 e-nodes: 1.6 ms; 98,689: 218
 # ms), 6.2-6.8 us for the same copy stopped by its time budget mid-growth (66,479: 410 ms;
-# 119,012: 815 ms). Each run of 2,000 nodes or more replaces the rate by the average of it and
-# its own, so a process learns its machine's and its requests'
+# 119,012: 815 ms). Each run of 20,000 nodes or more (where the serialization weighs) replaces
+# the rate by the average of it and its own, each sample held to 0.5-4x the default, so a
+# process learns its machine's and its requests' and one slow finish (a descheduled worker)
+# cannot hold it far off: a rate 60x the default cut small requests under 60 ms to one round
 FINISH_S_PER_NODE = 2e-6
-FINISH_RATE_MIN_NODES = 2_000
+FINISH_RATE_MIN_NODES = 20_000
+FINISH_RATE_RANGE = (0.5 * FINISH_S_PER_NODE, 4 * FINISH_S_PER_NODE)
 _finish_rate = FINISH_S_PER_NODE
 
 
@@ -123,7 +126,8 @@ def finish_s(nodes: int) -> float:
 def _learn_finish_rate(seconds: float, nodes: int) -> None:
     global _finish_rate
     if nodes >= FINISH_RATE_MIN_NODES:
-        _finish_rate = (_finish_rate + seconds / nodes) / 2
+        low, high = FINISH_RATE_RANGE
+        _finish_rate = (_finish_rate + min(max(seconds / nodes, low), high)) / 2
 
 
 def next_iteration_s(last: float, before: float) -> float:

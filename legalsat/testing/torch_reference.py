@@ -106,10 +106,12 @@ def make_inputs(response: dict, workload: dict, device, gen: torch.Generator) ->
 
 
 def _moved(t: torch.Tensor, shift: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """`t` (a view) and its whole storage copied to an allocation `shift` bytes past a 16-byte
-    boundary: (the same view there, the storage there)."""
+    """`t` (a view) and its whole storage copied so that the view's first element lies `shift`
+    bytes past a 16-byte boundary: (the same view there, the storage there)."""
     nbytes = t.untyped_storage().nbytes()
-    raw = torch.empty(nbytes + shift, dtype=torch.uint8, device=t.device)[shift:]
+    raw = torch.empty(nbytes + 16, dtype=torch.uint8, device=t.device)
+    start = (shift - raw.data_ptr() - t.storage_offset() * t.element_size()) % 16
+    raw = raw[start:start + nbytes]
     raw.copy_(torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage()))
     storage = raw.view(t.dtype)
     return _at(storage, t), storage
@@ -122,9 +124,10 @@ def _at(storage: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 
 def misaligned(inp: Inputs, shift: int) -> Inputs:
-    """`inp` with its source and destination (a gather's output) moved `shift` bytes past a
-    16-byte boundary, values, strides and offsets kept: tensors a caller passes to a plan made
-    for 16-byte aligned bases (a view into a packed buffer, a slice past its first element).
+    """`inp` with its source and destination (a gather's output) moved so that each view's
+    first element lies `shift` bytes past a 16-byte boundary, values, strides and offsets kept:
+    tensors a caller passes to a plan made for 16-byte aligned bases (a view into a packed
+    buffer, a slice past its first element).
     `shift` is a multiple of the element size below 16. The reference (`reference`) is the
     same; compute it on `inp`."""
     es = inp.src.element_size()

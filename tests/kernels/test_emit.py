@@ -136,6 +136,11 @@ def test_fields_that_disagree_past_the_schema_are_named_not_raised(monkeypatch):
     with pytest.raises(InputError) as e:
         emit(plan)
     assert e.value.headline.field == "plan" and "IndexError" in e.value.headline.message
+    assert e.value.headline.code.id == "plan_inconsistent" and isinstance(e.value.__cause__, IndexError)
+    # not taken for a plan with no Gluon form: the variants it has are asked for, and it is said
+    monkeypatch.setattr(kernels, "emit_tma_gluon", trips)
+    with pytest.raises(InputError):
+        kernels.kernel_variants(_plan("transpose 40×72 bf16", "tma"), True)
 
 
 def test_response_without_plans_and_bad_index():

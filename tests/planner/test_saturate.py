@@ -100,11 +100,14 @@ def test_the_budget_holds_the_serialization_after_the_rounds(monkeypatch):
 def test_the_finish_rate_follows_what_this_machine_measures(monkeypatch):
     import legalsat.planner.saturate as sat
 
-    monkeypatch.setattr(sat, "_finish_rate", 8e-6)
-    sat._learn_finish_rate(0.2, 100)  # too small a graph to say anything: kept
-    assert sat.finish_s(1000) == pytest.approx(8e-3)
-    sat._learn_finish_rate(0.04, 10_000)  # 4 us a node here
+    monkeypatch.setattr(sat, "_finish_rate", 6e-6)
+    sat._learn_finish_rate(0.2, 1000)  # too small a graph to say anything: kept
     assert sat.finish_s(1000) == pytest.approx(6e-3)
+    sat._learn_finish_rate(0.08, 40_000)  # 2 us a node here
+    assert sat.finish_s(1000) == pytest.approx(4e-3)
+    for _ in range(20):  # a worker descheduled mid-serialization: 25 us a node, held to 4x the default
+        sat._learn_finish_rate(0.5, 20_000)
+    assert sat.finish_s(1000) == pytest.approx(1000 * sat.FINISH_RATE_RANGE[1], rel=1e-3)
 
 
 def test_iteration_limit():

@@ -256,7 +256,7 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
             if not inners and (strategy is not Strategy.TMA or widest * es >= 16):
                 inners = [(Swizzle.NONE, widest)]
         for sw, b0 in inners:
-            box = (b0, *outer)
+            box, pow2_boxes = (b0, *outer), pow2
             boxes = math.prod(d.tile // b for d, b in zip(dims, box))
             if strategy is Strategy.TMA and boxes > 1 and math.prod(box) * es % TMA_SMEM_ALIGN:
                 continue  # a box would land off the 128-byte alignment TMA writes to
@@ -265,12 +265,14 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
                 continue
             if boxes > MAX_TMA_BOXES:
                 # pointer loads take boxes of any extent: a tile of odd extents (a uint8 [7, 33, 1001]
-                # tile: 231,231 boxes of one byte, a 12 MB plan built for 3 s) lands as one box
-                sw, box = Swizzle.NONE, tuple(d.tile for d in dims)
+                # tile: 231,231 boxes of one byte, a 12 MB plan built for 3 s) lands as one box, ranked
+                # with the power-of-two boxes (the preference is Triton's descriptors', which take no others)
+                sw, box, pow2_boxes = Swizzle.NONE, tuple(d.tile for d in dims), True
             layout = stage_layout(dims, box, es, sw)
             ways = stage_read_ways(layout, m.matrix(), m.consumer.kind, m.consumer.major, target)
             wg, note = wgmma_operand(m, layout) if m.consumer.is_wgmma else (None, None)
-            out.append(Choice(sw, box, layout, ways, wg, note, row_major, pow2 or all(b & (b - 1) == 0 for b in box)))
+            out.append(Choice(sw, box, layout, ways, wg, note, row_major,
+                              pow2_boxes or all(b & (b - 1) == 0 for b in box)))
     if not out and fewest_over:
         raise Infeasible([Code.TILE_BOXES.at(f"the tile takes at least {fewest_over} TMA boxes per stage (its "
                                              f"extents {[d.tile for d in dims]}, innermost first); a stage "
