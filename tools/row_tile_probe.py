@@ -13,10 +13,6 @@ checked bit-exact against PyTorch, then everything is timed together in interlea
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import triton
 import triton.language as tl
 
@@ -50,8 +46,7 @@ def row_tile(src, dst, S: tl.constexpr, H: tl.constexpr, D: tl.constexpr, SB: tl
 def main() -> None:
     import torch
 
-    from benchmarks.environment import gpu_environment
-    from benchmarks.measure import same_size_copy, timed_together
+    from benchmarks.measure import same_size_copy, timed_together, write_probe
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import poison, same_bits
     from tools.sweep import workloads
@@ -83,8 +78,7 @@ def main() -> None:
     ms = timed_together(fns)
     rows = [{"kernel": n, "us": round(t * 1e3, 1), "copy_ratio": round(ms[0] / t, 3),
              "x_compile": round(ms[1] / t, 3)} for n, t in zip(names, ms)]
-    result = {"env": gpu_environment(torch.device("cuda")), "workload": WORKLOAD, "kernels": rows}
-    (Path(os.environ.get("OUT", ".")) / "row_tile_probe.json").write_text(json.dumps(result, indent=1) + "\n")
+    write_probe("row_tile_probe.json", WORKLOAD, rows)
     for r in sorted(rows, key=lambda r: r["us"]):
         print(f"{r['kernel']:44s} {r['us']:8.1f} us  {r['copy_ratio']:.3f} of the copy  {r['x_compile']:.3f} x compile")
 

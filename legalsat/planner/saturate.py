@@ -104,13 +104,14 @@ ROUND_GROWTH = 4
 
 
 # what serializing a saturated e-graph costs a node (the e-class count and the viewer's snapshot
-# come from one serialization after the rounds), measured on the 2-core machine: 1.5-2.2 us for
-# the planner suite and a rank-7 copy stopped by node limits (992 e-nodes: 1.6 ms; 98,689: 218
-# ms), 6.2-6.8 us for the same copy stopped by its time budget mid-growth (66,479: 410 ms;
-# 119,012: 815 ms). Each run of 20,000 nodes or more (where the serialization weighs) replaces
-# the rate by the average of it and its own, each sample held to 0.5-4x the default, so a
-# process learns its machine's and its requests' and one slow finish (a descheduled worker)
-# cannot hold it far off: a rate 60x the default cut small requests under 60 ms to one round
+# come from one serialization after the rounds), on the 2-core machine (`python -m
+# benchmarks.bench_finish`, benchmarks/finish_results.json): 1.5-2.5 us for a rank-7 copy
+# stopped by node limits (1,038 e-nodes: 1.6 ms; 98,689: 228 ms) and 2.3-2.8 us stopped by its
+# time budget (317,025: 875 ms); the planner suite's small graphs 1.5-4.3 us (0.2-1.6 ms).
+# Each run of 20,000 nodes or more (where the serialization weighs) replaces the rate by the
+# average of it and its own, each sample held to 0.5-4x the default: a process learns its
+# machine's and its requests', and one slow finish (a descheduled worker) cannot raise it so
+# far that small requests with tight budgets stop after their first rounds
 FINISH_S_PER_NODE = 2e-6
 FINISH_RATE_MIN_NODES = 20_000
 FINISH_RATE_RANGE = (0.5 * FINISH_S_PER_NODE, 4 * FINISH_S_PER_NODE)

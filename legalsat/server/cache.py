@@ -238,14 +238,18 @@ class PlanCache:
             self._count += cur.rowcount
             self._bytes += cur.rowcount * len(body)
             if self._count > self.max_entries or self._bytes > self.max_bytes:
-                # a tenth at a time, so that a full cache does not delete on every insert
-                self._evict(self.max_entries - max(1, self.max_entries // 10) if self._count > self.max_entries
-                            else self._count, self.max_bytes * 9 // 10 if self._bytes > self.max_bytes else self._bytes)
+                # down by a tenth of the bound passed, so that a full cache does not delete on every insert
+                entries, nbytes = self.max_entries, self.max_bytes
+                if self._count > entries:
+                    entries -= max(1, entries // 10)
+                if self._bytes > nbytes:
+                    nbytes -= nbytes // 10
+                self._evict(entries, nbytes)
 
     def _evict(self, entries: int, nbytes: int) -> None:
         """Drop the least recently used plans until at most `entries` plans of at most `nbytes`
-        bytes remain: the `used` index walked from its oldest end until enough are found (a
-        window over the whole table took 180 ms at 100,000 plans, under the lock)."""
+        bytes remain: the `used` index walked from its oldest end only as far as it takes (a
+        window over the table reads and sorts every row, under the lock)."""
         keys, freed = [], 0
         for key, n in self.db.execute("SELECT key, length(body) FROM plans ORDER BY used"):
             if self._count - len(keys) <= entries and self._bytes - freed <= nbytes:
