@@ -357,8 +357,8 @@ def interleave_form(dims, element_bytes: int) -> Interleave | None:
     """The `Interleave` reading of a copy over dims given as (extent, src stride, dst stride),
     or None: it transposes (`transposed_pair`), one side is dense (the pixel dim's stride there
     is the channel count) and there are 2 to INTERLEAVE_MAX_CHANNELS channels of at most
-    SHUFFLE_SMALL_BYTES together. The planner (the shuffle plan's tile and estimate) and the kernels (the interleave
-    kernel) share this one reading."""
+    SHUFFLE_SMALL_BYTES together. The planner (the shuffle plan's tile and estimate) and the
+    kernels (the interleave kernel) share this one reading."""
     dims = list(dims)
     tr = transposed_pair(dims)
     if tr is None:
