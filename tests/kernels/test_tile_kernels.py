@@ -164,9 +164,9 @@ def test_tile_kernel_checks_its_arguments():
 def test_a_direct_tile_kernel_walks_its_rows_in_a_loop_whatever_its_boxes():
     """Odd tile extents made hundreds of boxes (720 for this tile, 3,840 of one element for
     the second; a 2,899- and a 15,377-line kernel unrolled, minutes per call in the
-    interpreter; a uint8 [7, 33, 1001] tile: 231,231 boxes, a 12 MB plan built for 3 s past
-    its deadline). A direct plan of more than MAX_TMA_BOXES boxes lands the tile as one box,
-    and its kernel loops over the tile's rows."""
+    interpreter; a uint8 [7, 33, 1001] tile: 231,231 boxes, each listed in the plan, which
+    ran past its deadline). A direct plan of more than MAX_TMA_BOXES boxes lands the tile as
+    one box, and its kernel loops over the tile's rows."""
     require_client()
     import torch
 

@@ -265,7 +265,7 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
                 continue
             if boxes > MAX_TMA_BOXES:
                 # pointer loads take boxes of any extent: a tile of odd extents (a uint8 [7, 33, 1001]
-                # tile: 231,231 boxes of one byte, a 12 MB plan built for 3 s) lands as one box, ranked
+                # tile: 231,231 boxes of one byte, each listed in the plan) lands as one box, ranked
                 # with the power-of-two boxes (the preference is Triton's descriptors', which take no others)
                 sw, box, pow2_boxes = Swizzle.NONE, tuple(d.tile for d in dims), True
             layout = stage_layout(dims, box, es, sw)
