@@ -17,7 +17,8 @@ Invariants:
 - bodies are stored without `request_id` (the worker serializes them so); `splice_request_id`
   puts the caller's in front;
 - at most `max_entries` plans of at most `max_bytes` bytes of bodies (least recently used are
-  evicted) and `egraphs_kept` e-graphs (oldest first) are kept;
+  evicted) and `egraphs_kept` e-graphs (oldest first) are kept, in the file: processes that
+  share it share the bounds;
 - a file that fails SQLite's quick_check is moved aside (`.corrupt-<time>`) and a new one
   started: a damaged cache costs plans, never the service.
 """
@@ -52,6 +53,21 @@ CREATE INDEX IF NOT EXISTS plans_used ON plans(used);
 CREATE TABLE IF NOT EXISTS egraphs (
     id TEXT PRIMARY KEY, version TEXT NOT NULL, created REAL NOT NULL,
     response BLOB NOT NULL, snapshot BLOB NOT NULL);
+"""
+
+# the plans' count and bytes, kept in the file by triggers: every process that opens the file
+# (replicas on one host, a batch run beside the service) sees and bounds the same totals (a
+# count kept per process let each fill the file to the whole bound). A file written before the
+# table existed is counted once when the table is made, in the same transaction as its triggers.
+_TOTALS = """
+CREATE TABLE IF NOT EXISTS totals (
+    id INTEGER PRIMARY KEY CHECK (id = 0), count INTEGER NOT NULL, bytes INTEGER NOT NULL);
+INSERT OR IGNORE INTO totals(id, count, bytes)
+    SELECT 0, count(*), coalesce(sum(length(body)), 0) FROM plans;
+CREATE TRIGGER IF NOT EXISTS plans_counted AFTER INSERT ON plans BEGIN
+    UPDATE totals SET count = count + 1, bytes = bytes + length(NEW.body) WHERE id = 0; END;
+CREATE TRIGGER IF NOT EXISTS plans_uncounted AFTER DELETE ON plans BEGIN
+    UPDATE totals SET count = count - 1, bytes = bytes - length(OLD.body) WHERE id = 0; END;
 """
 
 
@@ -175,11 +191,14 @@ class PlanCache:
         self.db = self._open()
         self.db.execute("DELETE FROM plans WHERE version != ?", (version,))
         self.db.execute("DELETE FROM egraphs WHERE version != ?", (version,))
-        self._count, self._bytes = self._totals()
+
+    def totals(self) -> tuple[int, int]:
+        """(plans, bytes of their bodies) in the file, whichever process stored them."""
+        with self._lock:
+            return self._totals()
 
     def _totals(self) -> tuple[int, int]:
-        count, size = self.db.execute("SELECT count(*), coalesce(sum(length(body)), 0) FROM plans").fetchone()
-        return count, size
+        return self.db.execute("SELECT count, bytes FROM totals WHERE id = 0").fetchone()
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path or ":memory:", check_same_thread=False, isolation_level=None)
@@ -196,7 +215,7 @@ class PlanCache:
             db = self._connect()
             ok = db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
             if ok:
-                db.executescript(_SCHEMA)
+                self._create(db)
                 return db
             db.close()
         except sqlite3.DatabaseError as e:  # not a database, or torn beyond repair
@@ -207,8 +226,12 @@ class PlanCache:
             if os.path.exists(self.path + suffix):
                 os.replace(self.path + suffix, aside + suffix)
         db = self._connect()
-        db.executescript(_SCHEMA)
+        self._create(db)
         return db
+
+    @staticmethod
+    def _create(db: sqlite3.Connection) -> None:
+        db.executescript(f"BEGIN IMMEDIATE; {_SCHEMA} {_TOTALS} COMMIT;")
 
     def describe(self) -> str:
         return f"SQLite {self.path}" if self.path else "SQLite in memory"
@@ -232,38 +255,43 @@ class PlanCache:
             return
         now = time.time()
         with self._lock:
-            cur = self.db.execute(
-                "INSERT OR IGNORE INTO plans(key, version, body, created, used) VALUES (?,?,?,?,?)",
-                (key, self.version, body, now, now))
-            self._count += cur.rowcount
-            self._bytes += cur.rowcount * len(body)
-            if self._count > self.max_entries or self._bytes > self.max_bytes:
-                # down by a tenth of the bound passed, so that a full cache does not delete on every insert
-                entries, nbytes = self.max_entries, self.max_bytes
-                if self._count > entries:
-                    entries -= max(1, entries // 10)
-                if self._bytes > nbytes:
-                    nbytes -= nbytes // 10
-                self._evict(entries, nbytes)
+            # one write transaction: another process's inserts cannot pass the bounds between
+            # this insert, the totals it reads and the eviction
+            self.db.execute("BEGIN IMMEDIATE")
+            try:
+                self.db.execute("INSERT OR IGNORE INTO plans(key, version, body, created, used) VALUES (?,?,?,?,?)",
+                                (key, self.version, body, now, now))
+                count, nbytes = self._totals()
+                if count > self.max_entries or nbytes > self.max_bytes:
+                    # down by a tenth of the bound passed, so that a full cache does not delete on every insert
+                    entries, size = self.max_entries, self.max_bytes
+                    if count > entries:
+                        entries -= max(1, entries // 10)
+                    if nbytes > size:
+                        size -= size // 10
+                    self._evict(count, nbytes, entries, size)
+                self.db.execute("COMMIT")
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
 
-    def _evict(self, entries: int, nbytes: int) -> None:
-        """Drop the least recently used plans until at most `entries` plans of at most `nbytes`
-        bytes remain: the `used` index walked from its oldest end only as far as it takes (a
-        window over the table reads and sorts every row, under the lock)."""
+    def _evict(self, count: int, nbytes: int, entries: int, size: int) -> None:
+        """Drop the least recently used plans until at most `entries` plans of at most `size`
+        bytes remain (of `count` plans of `nbytes` now): the `used` index walked from its oldest
+        end only as far as it takes (a window over the table reads and sorts every row, under
+        the lock)."""
         keys, freed = [], 0
         for key, n in self.db.execute("SELECT key, length(body) FROM plans ORDER BY used"):
-            if self._count - len(keys) <= entries and self._bytes - freed <= nbytes:
+            if count - len(keys) <= entries and nbytes - freed <= size:
                 break
             keys.append(key)
             freed += n
         for i in range(0, len(keys), 500):
             chunk = keys[i:i + 500]
             self.db.execute(f"DELETE FROM plans WHERE key IN ({','.join('?' * len(chunk))})", chunk)
-        self._count -= len(keys)
-        self._bytes -= freed
 
     def __len__(self) -> int:
-        return self._count
+        return self.totals()[0]
 
     # --- e-graphs ---
     def put_egraph(self, egraph_id: str, response: dict, snapshot: str) -> bool:

@@ -56,12 +56,46 @@ def test_bounded_in_bytes_least_recently_used_first(tmp_path, path):
     c.get("k0")  # recently used: survives the eviction
     for i in range(10, 15):
         c.put(f"k{i}", body)
-        assert c._bytes <= 1 << 20
-    assert c._bytes == len(c) * len(body) and len(c) >= 8
+        assert c.totals()[1] <= 1 << 20
+    assert c.totals()[1] == len(c) * len(body) and len(c) >= 8
     assert c.get("k0") is not None and c.get("k1") is None and c.get("k14") is not None
     kept = len(c)
     c.put("big", b"y" * ((1 << 20) // 10 + 1))  # more than a tenth of the bound: not stored, nothing evicted
     assert c.get("big") is None and len(c) == kept
+
+
+def test_bounds_hold_for_every_process_sharing_the_file(tmp_path):
+    """Two caches on one file (two replicas on a host, a batch run beside the service): each
+    counted only its own inserts, and the file held both processes' bound (20 plans under a
+    bound of 10, 2 MB under 1 MB)."""
+    path = str(tmp_path / "c.sqlite3")
+    a, b = (PlanCache(path, "v1", max_entries=10, touch_every_s=0, max_bytes=1 << 20) for _ in range(2))
+    body = b"x" * (60 << 10)
+    for i in range(8):
+        a.put(f"a{i}", body)
+        b.put(f"b{i}", body)
+    assert len(a) == len(b) <= 10 and a.totals() == b.totals()
+    assert a.totals()[1] <= 1 << 20
+    left = a.db.execute("SELECT count(*), sum(length(body)) FROM plans").fetchone()
+    assert tuple(left) == a.totals(), "the kept totals are the table's"
+    assert b.get("b7") is not None and a.get("a0") is None, "the least recently used go first, whoever stored them"
+
+
+def test_a_file_from_before_the_totals_is_counted_once(tmp_path):
+    import sqlite3
+
+    path = str(tmp_path / "c.sqlite3")
+    db = sqlite3.connect(path)
+    db.executescript("CREATE TABLE plans (key TEXT PRIMARY KEY, version TEXT NOT NULL, body BLOB NOT NULL, "
+                     "created REAL NOT NULL, used REAL NOT NULL);")
+    db.executemany("INSERT INTO plans VALUES (?, 'v1', ?, 0, 0)", [(f"k{i}", b"x" * i) for i in range(5)])
+    db.commit()
+    db.close()
+    c = PlanCache(path, "v1")
+    assert c.totals() == (5, 10)
+    assert PlanCache(path, "v1").totals() == (5, 10), "opened again: not counted twice"
+    c.put("k9", b"yy")
+    assert c.totals() == (6, 12)
 
 
 def test_kept_egraphs_are_bounded(tmp_path):
