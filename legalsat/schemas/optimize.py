@@ -79,7 +79,9 @@ class ViewIn(Strict):
                                    json_schema_extra=_dims_schema(1))
     strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)",
                                      json_schema_extra=_dims_schema(0))
-    base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes")
+    base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes; a value below "
+                            "the element's size (1 for an unknown alignment) is planned as the element's size: "
+                            "a tensor's elements lie on their own size, and the client refuses one that does not")
 
 
 class CopyOp(Strict):

@@ -125,3 +125,20 @@ def test_why_not_tma_names_the_views_fault_not_a_box_no_request_named(op):
     padded = optimize({"op": op, "options": {"allow_padding": True}})
     assert not any(p["strategy"] == "tma" for p in padded["plans"])
     assert not any(r.startswith("box_dim") for r in rules), reasons
+
+
+@pytest.mark.parametrize("dtype, below", [("float32", 1), ("float32", 2), ("bfloat16", 1), ("float64", 4)])
+def test_a_base_align_below_the_element_is_planned_as_the_element(dtype, below):
+    """A compiler that does not know a base's alignment may send 1: a tensor's elements lie on
+    their own size, so the plans are those of a base aligned to the element (no word narrower
+    than an element, nothing refused that the element's alignment allows)."""
+    from legalsat.terms.dtypes import ELEMENT_TYPES
+
+    def plans(align: int) -> list:
+        out = optimize({"op": {"kind": "copy",
+                               "src": {"dtype": dtype, "shape": [48, 40], "strides": [40, 1], "base_align": align},
+                               "dst": {"dtype": dtype, "shape": [48, 40], "strides": [1, 48], "base_align": 16}}})
+        return [(p["strategy"], [(q["vector_bytes"], q.get("store_vector_bytes")) for q in p["pieces"]])
+                for p in out["plans"]]
+
+    assert plans(below) == plans(ELEMENT_TYPES[dtype].storage_bits // 8)
