@@ -165,9 +165,28 @@ class Settings(BaseSettings):
     log_level: Literal["critical", "error", "warning", "info", "debug", "trace"] = Field(
         "info", description="uvicorn log level: critical, error, warning, info, debug or trace")
 
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str) -> str:
+        if not v.strip():  # uvicorn would listen on every interface
+            raise ValueError('the address is empty, which would listen on every interface; give "127.0.0.1" '
+                             '(this machine only, the default) or "0.0.0.0" to listen on all of them')
+        return v
+
+    @field_validator("token")
+    @classmethod
+    def _token(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and not v.get_secret_value().strip():  # would match an empty Authorization
+            raise ValueError("the token is empty, which any request without one would match; unset the "
+                             "variable to run the service open, or give a secret")
+        return v
+
     @field_validator("allowed_hosts")
     @classmethod
     def _allowed_hosts(cls, v: list[str]) -> list[str]:
+        if not v:
+            raise ValueError('the list is empty: every request would be refused (bad_host); give the host names '
+                             'clients use, or ["*"] for any')
         # the Host header is compared up to its first ':' (Starlette's TrustedHostMiddleware):
         # an entry with a port, or an IPv6 literal, would never match and refuse every request
         for h in v:

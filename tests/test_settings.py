@@ -97,3 +97,18 @@ def test_an_allowed_host_with_a_port_is_refused_where_it_is_set():
         Settings(allowed_hosts=["localhost", "127.0.0.1:18731"])
     assert "'127.0.0.1'" in str(e.value) and "port" in str(e.value)
     assert Settings(allowed_hosts=["localhost", "*.example.com"]).allowed_hosts == ["localhost", "*.example.com"]
+
+
+@pytest.mark.parametrize("name, value, said", [
+    ("token", "", "token is empty"), ("token", "  ", "token is empty"),  # compare_digest("", "") let requests in
+    ("host", "", "every interface"),  # uvicorn listened on 0.0.0.0
+    ("allowed_hosts", [], "list is empty"),  # every request was refused bad_host, /healthz too
+])
+def test_settings_that_would_open_or_close_the_service_unasked_are_refused(name, value, said):
+    from pydantic import ValidationError
+
+    from legalsat.settings import Settings
+
+    with pytest.raises(ValidationError) as e:
+        Settings(**{name: value})
+    assert said in str(e.value)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import os
 import re
 import sys
 import time
@@ -44,12 +45,20 @@ def _settings(flags: dict[str, str], uses_target: bool = True, service: bool = F
         settings = get_settings(**overrides)
         # InputError naming it (the flag that set it, or the variable), with the targets there are
         if uses_target:
-            resolve_target(settings.target, field=flags.get("target", "LEGALSAT_TARGET") if overrides.get("target")
-                           else "LEGALSAT_TARGET")
+            resolve_target(settings.target, field=flags.get("target", "LEGALSAT_TARGET")
+                           if overrides.get("target") is not None else "LEGALSAT_TARGET")
         return settings
     except SettingsError as e:  # a variable that is not even of its type's syntax (a list not in JSON)
         m = re.search(r'field "(\w+)"', str(e))
         var = f"LEGALSAT_{m.group(1).upper()}" if m else "a LEGALSAT_ variable"
+        if m and not service and m.group(1) not in reads and var in os.environ:
+            # a service-only variable: said, and read as unset (as a bad value of its type is)
+            print(f"legalsat: note: {var} cannot be read; this command does not read it", file=sys.stderr)
+            value = os.environ.pop(var)
+            try:
+                return _settings(flags, uses_target, service, reads, **overrides)
+            finally:
+                os.environ[var] = value
         raise Code.INVALID_INPUT.error(f"{var} cannot be read: {e}", f"give {var} as the JSON its type needs "
                                        '(a list as ["a", "b"])', var) from None
     except ValidationError as e:

@@ -394,6 +394,14 @@ def test_usage_errors_name_the_flag_typed_and_every_bad_setting(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stderr
     assert b"LEGALSAT_PORT is not valid; this command does not read it" in r.stderr
     assert b"LEGALSAT_WORKERS is not valid; this command does not read it" in r.stderr
+    # nor does one the service alone reads that is not even of its type's syntax (exit 2 before)
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "optimize", str(tmp_path / "t.json")],
+                       capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_ALLOWED_HOSTS": "abc"})
+    assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stderr
+    assert b"LEGALSAT_ALLOWED_HOSTS cannot be read; this command does not read it" in r.stderr
+    # an empty --target is the flag's (it was said to be LEGALSAT_TARGET's)
+    r = run_cli("validate-descriptor", "--target", "", os.devnull)
+    assert r.returncode == 2 and r.stderr.startswith(b"legalsat: --target: unknown target"), r.stderr
 
 
 def test_a_file_answered_into_a_pipe_is_not_flushed_line_by_line(tmp_path):
