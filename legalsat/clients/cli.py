@@ -535,6 +535,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _emit(args: argparse.Namespace) -> int:
+    from legalsat.clients.plan_checks import check_plan
     from legalsat.kernels import emit, fields_as_passed, select_plan
     from legalsat.schemas.base import load_json
 
@@ -550,8 +551,9 @@ def _emit(args: argparse.Namespace) -> int:
     except InputError:
         _json_lines_hint(text, args.file, "emit")  # batch's output, the likelier mistake when it is one
         raise
-    plan, _ = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
+    plan, op = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
     with fields_as_passed(obj, args.plan):
+        check_plan(plan, op)  # what build_kernel checks before it builds: the same plans fail here
         emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)
     if emitted.variant != args.variant:  # asked for Gluon, given tl: said even with --quiet

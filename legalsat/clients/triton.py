@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from legalsat.clients.plan_checks import check_plan
 from legalsat.diagnostics import Code, InputError
 from legalsat.kernels import default_variant, emit, fields_as_passed, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
@@ -191,13 +192,32 @@ def _check_gather_request(g, op: dict) -> None:
     es = _view_bytes(src)
     out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
     out_strides = contiguous_strides(tuple(out_shape))
-    want = {"index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
+    want = {"index_count": op["index"]["count"], "groups": op["index"].get("groups"),
+            "index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
             "out_index_stride_bytes": out_strides[axis] * unit * es, "out_shape": out_shape}
     for name, value in want.items():
         have = getattr(g, name)
         if (list(have) if isinstance(have, (list, tuple)) else have) != value:
             raise plan_error(f"gather.{name}", f"gather.{name} is {have}; the request's gives {value}: the plan is "
                              "not the request's", "plan the request again")
+
+
+def _descriptor_reach(emitted: Emitted) -> dict[str, int]:
+    """Bytes past each side's first element that the emitted descriptors address (a TMA
+    load or store stays inside its descriptor's extents), and Triton's own constraint on
+    them: power-of-two boxes."""
+    reach = {"src": 0, "dst": 0}
+    for ln in emitted.launches:
+        for arg in ln.args:
+            if not arg.startswith("desc:") or arg[5:] not in emitted.descriptors:
+                continue
+            spec = emitted.descriptors[arg[5:]]
+            if any(b < 1 or b & (b - 1) for b in spec.block):
+                raise plan_error("descriptors", f"a descriptor's box is {list(reversed(spec.block))} (innermost first); "
+                                 "Triton's descriptors take power-of-two boxes only")
+            last = spec.offset + sum((n - 1) * st for n, st in zip(spec.shape, spec.strides))
+            reach[spec.side] = max(reach[spec.side], (last + 1) * ln.word)
+    return reach
 
 
 def _called(method, args: tuple, kw: dict, what: str, usage: str):
@@ -243,6 +263,8 @@ class Kernel:
         pieces = [word_piece(p, f"pieces[{i}]") for i, p in enumerate(plan.pieces)]
         self._reach = {side: max(((wp.src_offset if side == "src" else wp.dst_offset) + wp.span(side)) * wp.word
                                  for wp in pieces) for side in ("src", "dst")}
+        for side, reach in _descriptor_reach(emitted).items():
+            self._reach[side] = max(self._reach[side], reach)
         g = plan.gather
         if g is not None:  # a slab per index entry: the farthest entry's slab on each side
             if g.index_bound < 1 or g.index_count < 0:
@@ -252,7 +274,10 @@ class Kernel:
                 _check_gather_request(g, request_op)
             self._reach["src"] += (g.index_bound - 1) * g.src_index_stride_bytes
             self._reach["dst"] += max(g.index_count - 1, 0) * g.out_index_stride_bytes
-            out_bytes = g.index_count * g.slab_bytes
+            # out's bytes: its shape's (the request's element) where the request is known, else
+            # what the entries' slabs hold (checked against the tensor passed at each call)
+            out_bytes = prod(g.out_shape) * _view_bytes(request_op["src"]) if request_op else \
+                g.index_count * g.slab_bytes
             if self._reach["dst"] > out_bytes and g.index_count:
                 raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
                                  f"out_shape {list(g.out_shape)} holds {out_bytes}: the plan is not one the planner "
@@ -273,6 +298,7 @@ class Kernel:
                                      f"first element; the request's view of {side} spans {spans}: the plan is not "
                                      "the request's", "plan the request again (a plan edited after planning no "
                                      "longer fits its views)")
+        check_plan(plan, request_op)
 
     @property
     def source(self) -> str:
@@ -458,6 +484,11 @@ class Kernel:
             raise _arg_error("out", f"out must be a contiguous {src.dtype} tensor of shape {g.out_shape}; it is "
                              f"{_described(out)}",
                              "allocate out with torch.empty(plan['gather']['out_shape'], dtype=src.dtype, ...)")
+        if self._reach["dst"] > out.numel() * out.element_size():
+            raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
+                             f"out_shape {list(g.out_shape)} of {out.element_size()}-byte elements holds "
+                             f"{out.numel() * out.element_size()}: the plan is not one the planner made",
+                             "send the plan as the planner returned it")
         _check_written(out, "out", out.numel() * out.element_size(), src)
         for name, t in (("index", index), ("group", group)):
             if t is not None:  # read by every program while others write out (torch's index_select refuses it too)

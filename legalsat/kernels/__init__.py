@@ -342,7 +342,7 @@ def _emit(plan: PlanOut, variant: str) -> Emitted:
                     t, ls, d = emit_tma_tl([(i, raw) for i, _, raw in group])
                 descs.update(d)
             else:
-                raise plan_error("pieces[].strategy", f"a copy piece says {s.value!r}")
+                raise plan_error(f"pieces[{group[0][0]}].strategy", f"a copy piece says {s.value!r}")
             texts += t
             launches += ls
         if variant == "gluon" and header != HEADER_GLUON:

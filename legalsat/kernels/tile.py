@@ -144,13 +144,27 @@ def tile_walk(plan: PlanOut) -> TileWalk:
     rank = len(plan.tile)
     if len(tl.grid) != rank:
         raise plan_error("tile_load.grid", f"the grid has {len(tl.grid)} dims; the tile has {rank}")
-    dims = []
+    dims, seen = [], set()
     for j, (ld, pd, co) in enumerate(zip(lay.dims, reversed(piece.dims), tl.coords)):
         for k, _ in [*ld.parts, *co]:
             if not 0 <= k < rank:
                 raise plan_error(f"tile_load.layout.dims[{j}]", f"dim {k} is not a tile dim (rank {rank})")
         if ld.box < 1 or ld.boxes < 1:
             raise plan_error(f"tile_load.layout.dims[{j}]", "box and boxes must be at least 1")
+        # the tile dims a stage dim merges are a mixed radix from 1 that its boxes cover exactly:
+        # every stage position is one tile element (a box past it wrote past the tile's row in out)
+        radix = 1
+        for k, m in sorted(ld.parts, key=lambda km: (km[1], plan.tile[km[0]])):  # extent-1 dims first
+            if m != radix or k in seen:
+                raise plan_error(f"tile_load.layout.dims[{j}].parts", f"{ld.parts} is not the stage dim of tile dims "
+                                 f"{list(plan.tile)}: multipliers run 1, then each times the extent before it, and "
+                                 "each tile dim lands in one stage dim", "send the plan as the planner returned it")
+            seen.add(k)
+            radix *= plan.tile[k]
+        if ld.box * ld.boxes != radix:
+            raise plan_error(f"tile_load.layout.dims[{j}].box", f"{ld.boxes} box(es) of {ld.box} along it hold "
+                             f"{ld.box * ld.boxes} positions; its tile dims span {radix}",
+                             "send the plan as the planner returned it")
         dims.append(WalkDim(pd.extent, pd.src_stride, ld.box * ld.boxes, ld.box, ld.boxes,
                             tuple((k, m) for k, m in ld.parts), tuple((k, m) for k, m in co)))
     odd = [d.box for d in dims if d.box & (d.box - 1)]

@@ -39,6 +39,7 @@ from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import cdiv, span
 from legalsat.terms.movement import (
     MAX_BYTES,
+    MAX_GROUPS,
     MAX_RANK,
     MAX_TILE_RANK,
     Consumer,
@@ -321,6 +322,9 @@ def _movement(op: CopyOp | LoadTileOp | GatherOp) -> Movement:
         raise _bad("op.axis", f"op.axis is {op.axis} but op.src has {src.rank} dims",
                    f"use an axis between 0 and {src.rank - 1}")
     ix = op.index
+    if ix.groups is not None and ix.groups > MAX_GROUPS:
+        raise _bad("op.index.groups", f"op.index.groups is {shown_int(ix.groups)}; a gather routes to at most "
+                   f"{MAX_GROUPS} groups", f"give the number of experts (at most {MAX_GROUPS})")
     if ix.count < 1:
         raise _bad("op.index.count", f"op.index.count is {ix.count}; a gather needs at least one index",
                    "skip empty gathers, or send count >= 1")

@@ -16,7 +16,7 @@ from pydantic import Field, ValidationInfo, field_validator
 
 from legalsat.schemas.base import ErrorOut, Out
 from legalsat.schemas.protocol import ProtocolIn, ProtocolViolationOut
-from legalsat.terms.movement import MovementKind
+from legalsat.terms.movement import MAX_GROUPS, MovementKind
 from legalsat.terms.strategy import Strategy
 
 StrategyName = Literal[tuple(s.value for s in Strategy)]  # type: ignore[valid-type]
@@ -176,17 +176,20 @@ class ExecutorOut(Out):
 class GatherOut(Out):
     """How a gather walks its indices."""
 
-    index_count: int = Field(description="index entries")
+    index_count: int = Field(ge=1, lt=1 << 40, description="index entries")
     distribution: str = Field(description="what the request says about the index values")
-    unit: int = Field(description="consecutive positions along the axis one index selects (a page, or 1)")
-    slab_bytes: int = Field(description="bytes one index moves")
+    unit: int = Field(ge=1, description="consecutive positions along the axis one index selects (a page, or 1)")
+    slab_bytes: int = Field(ge=1, lt=1 << 40, description="bytes one index moves")
     rows_per_program: int = Field(ge=1, le=1 << 24, description="index entries per program")
-    axis: int = Field(description="the gathered axis of the source")
-    index_bound: int = Field(description="valid index values are 0 .. index_bound-1")
-    src_index_stride_bytes: int = Field(description="bytes between the slabs of index values i and i+1 in the source")
-    out_index_stride_bytes: int = Field(description="bytes between the slabs of entries j and j+1 in the output")
-    out_shape: list[int] = Field(description="the (contiguous) output's shape")
-    groups: int | None = Field(description="buckets (experts) the entries are routed to, for MoE")
+    axis: int = Field(ge=0, description="the gathered axis of the source")
+    index_bound: int = Field(ge=1, lt=1 << 40, description="valid index values are 0 .. index_bound-1")
+    src_index_stride_bytes: int = Field(ge=0, lt=1 << 40, description="bytes between the slabs of index values i "
+                                        "and i+1 in the source")
+    out_index_stride_bytes: int = Field(ge=0, lt=1 << 40, description="bytes between the slabs of entries j and "
+                                        "j+1 in the output")
+    out_shape: list[Annotated[int, Field(ge=1, lt=1 << 40)]] = Field(description="the (contiguous) output's shape")
+    groups: int | None = Field(ge=1, le=MAX_GROUPS, description="buckets (experts) the entries are routed to, for "
+                               "MoE")
     inspector: InspectorOut | None = Field(None, description="inspector-executor plans: the inspector")
     executor: ExecutorOut | None = Field(None, description="inspector-executor plans: the executor")
     window_rows: int | None = Field(None, description="shuffle plans: rows of the window one warp loads")
@@ -195,8 +198,9 @@ class GatherOut(Out):
 class LayoutDimOut(Out):
     """One dim of a shared-memory stage (a descriptor dim, innermost first)."""
 
-    parts: list[list[int]] = Field(description="[tile dim, multiplier] pairs: tile index i lands at position "
-                                   "p = sum(i[dim] * multiplier) along this dim")
+    parts: list[Annotated[list[Annotated[int, Field(ge=0)]], Field(min_length=2, max_length=2)]] = Field(
+        description="[tile dim, multiplier] pairs: tile index i lands at position p = sum(i[dim] * multiplier) "
+                    "along this dim")
     box: int = Field(ge=1, le=1 << 31, description="elements of one box along it (TMA boxes are 1-256; a "
                      "direct plan's pointer loads take a tile of many boxes as one)")
     boxes: int = Field(ge=1, le=1 << 24, description="boxes along it per tile")

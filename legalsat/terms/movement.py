@@ -214,6 +214,11 @@ class LoadTile:
     kind = MovementKind.LOAD_TILE
 
 
+# the most buckets a gather routes to: MoE layers have up to a few hundred experts; the client
+# keeps a count and an offset per bucket on the device, and a plan's inspector scans them all
+MAX_GROUPS = 1 << 16
+
+
 @dataclass(frozen=True)
 class IndexSpec:
     """The index of a gather: how many entries, and what is known of their values.

@@ -1,0 +1,145 @@
+"""Plans edited after planning, handed to `build_kernel` / `legalsat emit`: each is refused
+with its field named before any kernel runs (each of these built, and its kernel wrote outside
+its output, read outside its source, or left elements unwritten, in Triton's interpreter)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from legalsat.api import optimize
+from legalsat.diagnostics import InputError
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+
+def _response(op: dict, plans: int = 1) -> dict:
+    resp = optimize({"target": "sm90", "op": op, "options": {"max_plans": plans}})
+    assert resp["status"] == "ok", resp
+    return resp
+
+
+def _refused(obj, field: str, *args, **kw) -> InputError:
+    from legalsat.clients.triton import build_kernel
+
+    with pytest.raises(InputError) as e:
+        k = build_kernel(obj, variant="tl")
+        k(*args, **kw)
+    assert e.value.details[0].code.value[0] == "invalid_plan", e.value.details[0]
+    assert field in (e.value.details[0].field or ""), e.value.details[0]
+    return e.value
+
+
+GATHER = {"kind": "gather", "src": {"dtype": "bfloat16", "shape": [1000, 64], "strides": [64, 1]}, "axis": 0,
+          "index": {"count": 777}}
+
+
+@pytest.fixture
+def gather_call(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+    def call(g: dict) -> tuple:
+        src = torch.zeros(1000, 64, dtype=torch.bfloat16)
+        index = torch.zeros(g["index_count"], dtype=torch.int32)
+        return src, index, torch.empty(g["out_shape"], dtype=torch.bfloat16)
+    return call
+
+
+def test_a_gather_whose_out_shape_is_short_of_its_entries(gather_call):
+    plan = _response(GATHER)["plans"][0]
+    plan["gather"]["out_shape"][0] -= 1  # the kernel wrote one row past out
+    _refused(plan, "gather.out_shape", *gather_call(plan["gather"]))
+
+
+@pytest.mark.parametrize("name", ["out_index_stride_bytes", "src_index_stride_bytes"])
+def test_a_gather_with_a_negative_stride(name):
+    plan = _response(GATHER)["plans"][0]
+    plan["gather"][name] = -128  # wrote (read) 97 KB before out (src)
+    _refused(plan, f"gather.{name}")
+
+
+def test_a_gather_whose_count_is_not_the_requests():
+    resp = _response(GATHER)
+    resp["plans"][0]["gather"]["index_count"] += 1
+    _refused(resp, "gather.index_count")
+
+
+def test_a_gather_routing_to_more_groups_than_a_client_keeps():
+    plan = _response({**GATHER, "index": {"count": 64, "groups": 8}})["plans"][0]
+    plan["gather"]["groups"] = 1 << 28  # 11 GiB of the inspector's buffers, asked at the first call
+    _refused(plan, "gather.groups")
+    with pytest.raises(InputError) as e:
+        optimize({"op": {**GATHER, "index": {"count": 64, "groups": 1 << 28}}})
+    assert e.value.details[0].field == "op.index.groups"
+
+
+TILE = {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [40, 72], "strides": [72, 1]},
+        "tile": [16, 32], "consumer": "rows"}
+
+
+@pytest.mark.parametrize("strategy, edit, field", [
+    ("direct", lambda tl: tl["layout"]["dims"][0].update(box=33), "layout.dims[0].box"),
+    ("direct", lambda tl: tl["layout"]["dims"][0].update(box=4096), "layout.dims[0].box"),
+    ("tma", lambda tl: tl["layout"]["dims"][0]["parts"][0].__setitem__(0, 0), "layout.dims[0]"),
+    ("tma", lambda tl: tl["layout"]["dims"][0]["parts"][0].__setitem__(1, 2), "layout.dims[0].parts"),
+])
+def test_a_tile_whose_stage_dims_are_not_its_tiles(strategy, edit, field):
+    """A box of 33 over a 32-wide tile row wrote past each row of out."""
+    resp = _response(TILE, 8)
+    resp = {**resp, "plans": [p for p in resp["plans"] if p["strategy"] == strategy]}
+    edit(resp["plans"][0]["tile_load"])
+    _refused(resp, field)
+
+
+def test_a_tile_descriptor_that_reaches_past_the_source():
+    resp = _response(TILE, 8)
+    resp = {**resp, "plans": [p for p in resp["plans"] if p["strategy"] == "tma"]}
+    resp["plans"][0]["descriptors"][0]["global_strides"][0] = 4096  # read bytes outside src into out
+    _refused(resp, "pieces")
+    resp["plans"][0]["descriptors"][0]["global_strides"][0] = 1 << 40  # the interpreter process died
+    _refused(resp["plans"][0], "descriptors[0].global_strides")
+
+
+RAGGED = {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [50, 4097], "strides": [4097, 1]},
+          "dst": {"dtype": "bfloat16", "shape": [50, 4097], "strides": [4097, 1]}}
+
+
+def test_copy_pieces_that_move_the_right_bytes_but_not_every_element():
+    resp = _response(RAGGED)
+    plan = resp["plans"][0]
+    assert len(plan["pieces"]) > 1, plan["strategy"]
+    tail = plan["pieces"][-1]
+    tail["src_offset_bytes"] = tail["dst_offset_bytes"] = 0  # over the core's first words: the last ones unwritten
+    _refused(resp, "pieces")
+
+
+def test_a_term_that_casts_and_a_piece_of_another_strategy():
+    resp = _response({"kind": "copy", "src": {"dtype": "bfloat16", "shape": [40, 72], "strides": [72, 1]},
+                      "dst": {"dtype": "bfloat16", "shape": [40, 72], "strides": [1, 40]}})
+    cast = copy.deepcopy(resp)
+    cast["term"] = cast["term"].replace("(view bfloat16 (40 72) (1 40)", "(view float16 (40 72) (1 40)")
+    assert cast["term"] != resp["term"]
+    _refused(cast, "term")
+    other = copy.deepcopy(resp["plans"][0])
+    other["pieces"][0]["strategy"] = "inspector_executor"
+    _refused(other, "pieces[0].strategy")
+
+
+def test_emit_refuses_a_descriptor_the_driver_refuses(tmp_path):
+    """`legalsat emit` printed a kernel whose boxes (1024 x 1024) the driver and Triton refuse."""
+    import json
+
+    from legalsat.clients.cli import main
+
+    plans = [p for p in optimize({"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 4096],
+                                                                   "strides": [4096, 1]},
+                                         "dst": {"dtype": "bfloat16", "shape": [64, 4096], "strides": [1, 64]}},
+                                  "options": {"max_plans": 8}})["plans"] if p["strategy"] == "tma"]
+    assert plans
+    plan = plans[0]
+    for d in plan["pieces"][0]["descriptors"]:
+        d["box_dim"] = [1024] * len(d["box_dim"])
+    (tmp_path / "p.json").write_text(json.dumps(plan))
+    assert main(["emit", str(tmp_path / "p.json")]) == 2
