@@ -54,6 +54,9 @@ class Oversize(bytes):
 
 
 READ_STEP = 1 << 20  # bytes an oversize line is read past in, a step at a time
+# bytes of one line past which the input is not JSON Lines (/dev/zero, a binary file): reading
+# stops there with an error, where it read on for ever, answering nothing
+ENDLESS_LINE_BYTES = 1 << 30
 
 
 def bounded_lines(f: BinaryIO, max_line_bytes: int) -> Iterable[bytes]:
@@ -70,6 +73,12 @@ def bounded_lines(f: BinaryIO, max_line_bytes: int) -> Iterable[bytes]:
             continue
         length, head = len(line), line[:HEAD_BYTES]
         while not line.endswith(b"\n"):
+            if length > ENDLESS_LINE_BYTES:
+                name = getattr(f, "name", None)
+                raise Code.LINE_TOO_LONG.error(
+                    f"a line of {'the input' if not isinstance(name, str) else name} runs past {ENDLESS_LINE_BYTES} "
+                    "bytes without a newline: it is not JSON Lines, and reading stopped there",
+                    "pass a JSON Lines file (one request per line); the lines before it were answered")
             line = f.readline(READ_STEP)
             if not line:
                 break

@@ -638,6 +638,25 @@ def test_an_input_without_newlines_is_read_in_bounded_steps():
     assert lines[1:] == [b"{}\n", b"last"] and Recorder.asked <= 1 << 20
 
 
+def test_an_input_of_no_newline_at_all_stops_with_an_error(monkeypatch):
+    """`legalsat batch /dev/zero` read on for ever and answered nothing (memory stayed bounded):
+    past ENDLESS_LINE_BYTES of one line, reading stops with line_too_long; a long line under
+    it is still answered and the lines after it read."""
+    import io
+
+    import legalsat.clients.jsonl as jsonl
+    from legalsat.diagnostics import InputError
+
+    monkeypatch.setattr(jsonl, "ENDLESS_LINE_BYTES", 3_000_000)
+    lines = list(jsonl.bounded_lines(io.BytesIO(b"x" * 2_500_000 + b"\n{}\n"), 1000))
+    assert isinstance(lines[0], jsonl.Oversize) and lines[1] == b"{}\n"
+    gen = jsonl.bounded_lines(io.BytesIO(b"{}\n" + b"\0" * 5_000_000), 1000)
+    assert next(gen) == b"{}\n"
+    with pytest.raises(InputError) as e:
+        next(gen)
+    assert e.value.details[0].id == "line_too_long" and "without a newline" in e.value.details[0].message
+
+
 def test_batch_refuses_to_write_over_its_stdin(tmp_path):
     """`legalsat batch - -o F < F` emptied F (the same-file check skipped stdin)."""
     src = tmp_path / "in.jsonl"
