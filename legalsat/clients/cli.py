@@ -553,7 +553,8 @@ def _emit(args: argparse.Namespace) -> int:
         raise
     plan, op = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
     with fields_as_passed(obj, args.plan):
-        check_plan(plan, op)  # what build_kernel checks before it builds: the same plans fail here
+        # what build_kernel checks before it builds: the same plans fail here
+        check_plan(plan, op, obj.get("target") if isinstance(obj, dict) and "plans" in obj else None)
         emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)
     if emitted.variant != args.variant:  # asked for Gluon, given tl: said even with --quiet

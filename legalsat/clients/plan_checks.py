@@ -14,16 +14,17 @@ from legalsat.terms.movement import MovementKind
 from legalsat.terms.strategy import Strategy
 
 
-def check_plan(plan: PlanOut, request_op: dict | None) -> None:
+def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None) -> None:
     """InputError naming the first field of `plan` that no plan of the planner's has: a piece
     moved by another strategy than its plan's (a ragged tail may be direct), a descriptor the
     driver refuses, or (with the request) a copy between element types or one whose pieces do
-    not cover its views once."""
+    not cover its views once. `target`: the response's (its descriptors are judged by that
+    target's rules; sm90's for a plan alone)."""
     for i, p in enumerate(plan.pieces):
         if p.strategy not in (plan.strategy, Strategy.DIRECT.value):
             raise plan_error(f"pieces[{i}].strategy", f"a {plan.strategy} plan's piece is moved {p.strategy}; its "
                              f"pieces are {plan.strategy} (a ragged tail direct)")
-    _check_descriptors(plan)
+    _check_descriptors(plan, target or "sm90")
     if request_op is not None and MovementKind(plan.kind) is MovementKind.COPY:
         src, dst = request_op.get("src"), request_op.get("dst")
         if isinstance(src, dict) and isinstance(dst, dict) and src.get("dtype") != dst.get("dtype"):
@@ -33,7 +34,7 @@ def check_plan(plan: PlanOut, request_op: dict | None) -> None:
         _check_covers(plan, request_op)
 
 
-def _check_descriptors(plan: PlanOut) -> None:
+def _check_descriptors(plan: PlanOut, target_name: str) -> None:
     """Every TMA descriptor of the plan, as cuTensorMapEncodeTiled would take it: the rules
     `legalsat validate-descriptor` applies (sm90's; a plan's descriptor is that command's
     input as it stands). A descriptor edited after planning fails here, named, rather than in
@@ -45,7 +46,15 @@ def _check_descriptors(plan: PlanOut) -> None:
     found = [(f"descriptors[{i}]", d) for i, d in enumerate(plan.descriptors or [])]
     found += [(f"pieces[{j}].descriptors[{i}]", d) for j, p in enumerate(plan.pieces)
               for i, d in enumerate(p.descriptors or [])]
-    target = resolve_target("sm90")
+    if not found:
+        return
+    try:
+        target = resolve_target(target_name, field="target")
+    except InputError:
+        raise plan_error("target", f"the response's target {str(target_name)[:40]!r} is not one this client knows",
+                         "pass the response as the planner returned it") from None
+    if target.tma is None:
+        raise plan_error("descriptors", f"a plan for {target.name} carries TMA descriptors; {target.name} has no TMA")
     for where, d in found:
         try:
             verdict = check_descriptor(parse_descriptor(d.model_dump()), target)

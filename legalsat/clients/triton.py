@@ -246,7 +246,7 @@ class Kernel:
     Invariants: `source` is exactly what runs; every launch covers the plan's pieces once;
     outputs are written only where the plan's element map says."""
 
-    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None):
+    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None, target: str | None = None):
         self.plan = plan
         self.emitted = emitted
         self.kind = MovementKind(plan.kind)
@@ -298,7 +298,7 @@ class Kernel:
                                      f"first element; the request's view of {side} spans {spans}: the plan is not "
                                      "the request's", "plan the request again (a plan edited after planning no "
                                      "longer fits its views)")
-        check_plan(plan, request_op)
+        check_plan(plan, request_op, target)
 
     @property
     def source(self) -> str:
@@ -547,8 +547,8 @@ class TileKernel(Kernel):
 
     Invariants: every tile position is written once; `source` is exactly what runs."""
 
-    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None):
-        super().__init__(plan, emitted, request_op)
+    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None, target: str | None = None):
+        super().__init__(plan, emitted, request_op, target)
         self.out_shape = emitted.tile.shape
         self.word = emitted.launches[0].word
 
@@ -687,7 +687,10 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
             raise _arg_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
                              'use variant="tl" (or "auto"), or run on an H100/H200')
         emitted = emit(p, variant)
-        return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op)
+        # the response's target judges its descriptors (an OptimizeResponse's too; a plan alone: sm90's)
+        target = (plan.get("target") if "plans" in plan else None) if isinstance(plan, dict) else \
+            getattr(plan, "target", None) if hasattr(plan, "plans") else None
+        return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op, target)
 
 
 __all__ = ["Kernel", "TileKernel", "build_kernel", "load_module", "matmul", "words"]

@@ -143,3 +143,19 @@ def test_emit_refuses_a_descriptor_the_driver_refuses(tmp_path):
         d["box_dim"] = [1024] * len(d["box_dim"])
     (tmp_path / "p.json").write_text(json.dumps(plan))
     assert main(["emit", str(tmp_path / "p.json")]) == 2
+
+
+@pytest.mark.parametrize("target", ["sm90", "sm100"])
+def test_every_plan_the_planner_returns_passes_the_checks(target):
+    """The checks refuse edited plans only: every plan of a few responses builds, its
+    descriptors judged by the response's own target's rules (the sweep over the repository's
+    request corpora, both targets, refused none the planner made beyond Triton's power-of-two
+    boxes)."""
+    from legalsat.clients.triton import build_kernel
+
+    for op in (GATHER, TILE, RAGGED, {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 4096],
+                                                               "strides": [4096, 1]},
+                                      "dst": {"dtype": "bfloat16", "shape": [64, 4096], "strides": [1, 64]}}):
+        resp = optimize({"target": target, "op": op, "options": {"max_plans": 8}})
+        for i in range(len(resp["plans"])):
+            build_kernel(resp, plan_index=i, variant="tl")
