@@ -98,6 +98,10 @@ def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> tor
         raise _arg_error(name, f"{name} starts at an address that is not {word}-byte aligned; the plan moves "
                          f"{word}-byte words", "plan the request with the tensor's real base_align")
     storage = t.untyped_storage()
+    if (start + offset * word) % word:  # torch views words only from a storage offset of whole words
+        raise _arg_error(name, f"{name} is aligned, but the memory block it lies in does not start on a {word}-byte "
+                         f"boundary (a view into a foreign buffer): torch cannot view it as the plan's {word}-byte "
+                         "words", f"pass {name}.clone(), or a tensor torch allocated")
     flat = torch.empty(0, dtype=torch.uint8, device=t.device)
     flat.set_(storage, 0, (storage.nbytes(),), (1,))
     begin = start + offset * word

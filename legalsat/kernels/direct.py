@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from math import prod
 
-from legalsat.kernels.source import Launch, decompose, program_id
+from legalsat.kernels.source import Launch, decompose, program_id, wide_aranges
 from legalsat.kernels.words import INT32_LIMIT, WordPiece, plan_error
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
@@ -210,7 +210,7 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
     do = f"j[:, None] * {out_stride} + sd[None, :]" + (f" + {p.dst_offset}" if p.dst_offset else "")
     out += slab_steps(p, rows, lambda emask: [f"mask = ok[:, None]{emask}", f"x = tl.load(src + {so}, mask=mask)",
                                               f"tl.store(out + {do}, x, mask=mask)"])
-    return "\n".join(out) + "\n"
+    return wide_aranges("\n".join(out) + "\n", 64 if ty == "tl.int64" else 32)
 
 
 def gather_columns_kernel(name: str, p: WordPiece, rows: int, step: int, count: int, bound: int,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from math import prod
 
-from legalsat.kernels.source import Launch, decompose, program_id
+from legalsat.kernels.source import Launch, decompose, program_id, wide_aranges
 from legalsat.kernels.words import WordPiece
 from legalsat.schemas.plan import PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least
@@ -183,7 +183,8 @@ def interleave_kernel(name: str, p: WordPiece, f: Interleave, pixels_per_program
         lines += body(True, "    ")
     else:
         lines += [f"    if bt < {full}:", *body(False, "        "), "    else:", *body(True, "        ")]
-    return "\n".join(lines) + "\n", nbt * prod(p.dims[k].extent for k in outer)
+    text = "\n".join(lines) + "\n"
+    return wide_aranges(text, p.index_bits()) if lang == "tl" else text, nbt * prod(p.dims[k].extent for k in outer)
 
 
 def emit_interleave(pieces: list[tuple[int, WordPiece, PieceOut]], gluon: bool) -> tuple[list[str], list[Launch]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from math import prod
 
 from legalsat.kernels.direct import slab_steps
-from legalsat.kernels.source import Launch, decompose, program_id
+from legalsat.kernels.source import Launch, decompose, program_id, wide_aranges
 from legalsat.kernels.words import WordPiece, transposed_dims
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv
@@ -61,7 +61,7 @@ def shuffle_copy_kernel(name: str, p: WordPiece) -> tuple[str, int]:
     smask = _mask("oa", da.extent, ta, "ob", sb.extent, tb)
     lines.append("    tl.store(dst + do, y" + (f", mask={smask}" if smask else "") + ")")
     total = prod(n for _, n in counts)
-    return "\n".join(lines) + "\n", total
+    return wide_aranges("\n".join(lines) + "\n", p.index_bits()), total
 
 
 def _mask(ia: str, na: int, ta: int, ib: str, nb: int, tb: int) -> str:

@@ -8,6 +8,7 @@ vectors where the plan's alignment allows) and `k.source` reads as the plan it c
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from math import prod
 
@@ -145,6 +146,17 @@ def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = 
         lines.append(f"{indent}mask = {' & '.join(masks)}")
     total = prod(n for _, n in counts)
     return TileIndex(tuple(lines), bool(masks), total)
+
+
+def wide_aranges(text: str, bits: int) -> str:
+    """A kernel's source with every `tl.arange` taken to int64 where its offsets need 64 bits
+    (`bits`): a block index of int32 times a stride, or a tile index that is a plain 0 (a dim
+    one tile spans), kept the product in int32 and wrapped past 2^31 words (a read at a
+    negative offset), whatever the program id's width."""
+    return _ARANGE.sub(r"tl.arange(\1).to(tl.int64)", text) if bits == 64 else text
+
+
+_ARANGE = re.compile(r"tl\.arange\((0, [^(),]+)\)")
 
 
 def program_id(bits: int, indent: str = "    ", lang: str = "tl") -> str:

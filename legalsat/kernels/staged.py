@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from math import prod
 
-from legalsat.kernels.source import Launch, decompose, program_id, tile_index
+from legalsat.kernels.source import Launch, decompose, program_id, tile_index, wide_aranges
 from legalsat.kernels.words import WordPiece, transposed_dims
 from legalsat.schemas.plan import PieceOut
 from legalsat.terms.integers import cdiv
@@ -52,7 +52,7 @@ def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
         lines += ["    x = tl.load(src + so, mask=mask)", "    tl.store(dst + do, x, mask=mask)"]
     else:
         lines += ["    x = tl.load(src + so)", "    tl.store(dst + do, x)"]
-    return "\n".join(lines) + "\n", ti.tiles
+    return wide_aranges("\n".join(lines) + "\n", p.index_bits()), ti.tiles
 
 
 def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | None:
@@ -106,7 +106,7 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
               "        bs = b0 - skew[None, :] + j[:, None]",
               f"        tl.store(dst + do, y, mask=(j < {step})[:, None] & (bs >= 0) & (bs < {nb}){amask})"]
     total = prod(n for _, n in counts)
-    return "\n".join(lines) + "\n", total
+    return wide_aranges("\n".join(lines) + "\n", p.index_bits()), total
 
 
 def staged_form(p: WordPiece, raw: PieceOut) -> str:

@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from legalsat.kernels.source import DescriptorSpec, Launch, decompose
+from legalsat.kernels.source import DescriptorSpec, Launch, decompose, wide_aranges
 from legalsat.kernels.tma import descriptor_spec
-from legalsat.kernels.words import plan_error
+from legalsat.kernels.words import INT32_LIMIT, plan_error
 from legalsat.schemas.plan import PlanOut, WgmmaOut
 from legalsat.terms.integers import cdiv, pow2_at_least
 from legalsat.terms.movement import contiguous_strides
@@ -73,6 +73,13 @@ class TileWalk:
     @property
     def tiles(self) -> int:
         return prod(self.grid)
+
+    @property
+    def index_bits(self) -> int:
+        """32 when every source offset a tile forms fits int32 (its overhang past the extents
+        included), else 64 (the tiles tensor is below OUTPUT_LIMIT elements: int32 offsets)."""
+        hi = sum((d.extent + d.tile) * d.src_stride for d in self.dims)
+        return 32 if hi <= INT32_LIMIT else 64
 
     @property
     def box(self) -> tuple[int, ...]:
@@ -328,7 +335,7 @@ def store_lines(w: TileWalk, value: str, off: str, indent: str, lib: str = "tl",
 def _tl_header(name: str, args: str, w: TileWalk, rows: int, cols: int) -> list[str]:
     """A tile program's opening: its tile's position (`T*`), where the tile goes in the tiles
     tensor (`ob`), and `rr` / `cc` ranging over a block of rows x cols."""
-    return [f"@triton.jit\ndef {name}({args}):", "    tid = tl.program_id(0)",
+    return [f"@triton.jit\ndef {name}({args}):", "    tid = tl.program_id(0)" + (".to(tl.int64)" * (w.index_bits == 64)),
             *tile_lines(w, "tid", "", "    "), f"    ob = {out_base(w, '')}",
             f"    rr = tl.arange(0, {rows})", f"    cc = tl.arange(0, {cols})"]
 
@@ -345,7 +352,7 @@ def tl_tma_kernel(name: str, w: TileWalk) -> str:
             lines.append(f"    x = tl.reshape(x, [{w.box_rows}, {w.box[0]}])")
         lines.append(f"    off = {box_offset(w, origin)}")
         lines += store_lines(w, "x", "off", "    ")
-    return "\n".join(lines) + "\n"
+    return wide_aranges("\n".join(lines) + "\n", w.index_bits)
 
 
 # a direct plan of at most this many boxes, all of power-of-two extents, loads them one by one
@@ -373,7 +380,7 @@ def tl_direct_kernel(name: str, w: TileWalk) -> str:
         lines += _pointer_load(w, "rr", row_positions(w, "rr", w.box, origin), f"cc + {origin[0]}", [], "    ")
         lines.append(f"    off = {box_offset(w, origin)}")
         lines += store_lines(w, "x", "off", "    ")
-    return "\n".join(lines) + "\n"
+    return wide_aranges("\n".join(lines) + "\n", w.index_bits)
 
 
 def _pointer_load(w: TileWalk, var: str, rows: list[tuple[int, str]], cols: str, masks: list[str],
@@ -413,7 +420,7 @@ def _row_walk(name: str, w: TileWalk) -> str:
     lines += _pointer_load(w, "r", positions, "cc", inside, "        ")
     lines.append(f"        off = ({offset_expr(w, 'r', positions)})[:, None] + ({col_offset(w, 'cc', 0)})[None, :]")
     lines += store_lines(w, "x", "off", "        ", mask=" & ".join(inside))
-    return "\n".join(lines) + "\n"
+    return wide_aranges("\n".join(lines) + "\n", w.index_bits)
 
 
 def tl_warps(w: TileWalk) -> int:

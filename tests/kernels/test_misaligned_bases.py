@@ -40,3 +40,27 @@ def test_a_misaligned_tensor_runs_exact_or_is_refused_by_name(w):
             assert d.field in ("src", "dst", "out") and "aligned" in d.message and d.fix, e.details
             continue
         assert same_bits(got, want), f"{plan['strategy']} plan {i} differs from PyTorch off alignment\n{k.source}"
+
+
+def test_a_view_into_a_buffer_that_starts_off_its_words_is_refused_by_name(monkeypatch):
+    """A 16-byte aligned view (as planned) inside a numpy buffer whose memory starts a byte
+    before a boundary: torch cannot view it as words, and the client raised torch's own
+    RuntimeError from inside `words`."""
+    import numpy as np
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    resp = optimize({"op": {"kind": "copy", "src": {"dtype": "uint8", "shape": [64], "strides": [1]},
+                            "dst": {"dtype": "uint8", "shape": [64], "strides": [1]}}})
+    arr = np.zeros(256, dtype=np.uint8)
+    start = (-arr.ctypes.data) % 16 + 15
+    view = torch.from_numpy(arr[start:start + 100])[1:65]
+    assert view.data_ptr() % 16 == 0 and view.untyped_storage().data_ptr() % 16 == 15
+    k = build_kernel(resp, variant="tl")
+    with pytest.raises(InputError) as e:
+        k(torch.arange(64, dtype=torch.uint8), view)
+    assert e.value.details[0].field == "dst" and "clone" in e.value.details[0].fix
