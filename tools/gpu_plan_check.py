@@ -103,8 +103,9 @@ def _child(responses: str, out_dir: str, start: int, misalign: bool = False) -> 
                     counts[(key, "exact" if exact else "differs")] += 1
                     if not exact:
                         differing.append({"n": n, "plan": i, "key": key, "request": rec["request"]})
-    with open(os.path.join(out_dir, f"part_{start}.json"), "w") as pf:
-        json.dump({"counts": [[*k, c] for k, c in counts.items()], "differing": differing}, pf)
+            # after every request: a later kernel that faults takes only its own run with it
+            with open(os.path.join(out_dir, f"part_{start}.json"), "w") as pf:
+                json.dump({"counts": [[*k, c] for k, c in counts.items()], "differing": differing}, pf)
     os.remove(progress)
     return 0
 

@@ -332,10 +332,12 @@ def store_lines(w: TileWalk, value: str, off: str, indent: str, lib: str = "tl",
 
 # ---- tl: the interpreter twin (TMA) and the direct kernel ----------------------------------
 
-def _tl_header(name: str, args: str, w: TileWalk, rows: int, cols: int) -> list[str]:
+def _tl_header(name: str, args: str, w: TileWalk, rows: int, cols: int, bits: int = 32) -> list[str]:
     """A tile program's opening: its tile's position (`T*`), where the tile goes in the tiles
-    tensor (`ob`), and `rr` / `cc` ranging over a block of rows x cols."""
-    return [f"@triton.jit\ndef {name}({args}):", "    tid = tl.program_id(0)" + (".to(tl.int64)" * (w.index_bits == 64)),
+    tensor (`ob`), and `rr` / `cc` ranging over a block of rows x cols; `bits` 64 for pointer
+    walks past int32 (a descriptor's coordinates stay int32: Triton's block pointers take no
+    other)."""
+    return [f"@triton.jit\ndef {name}({args}):", "    tid = tl.program_id(0)" + (".to(tl.int64)" * (bits == 64)),
             *tile_lines(w, "tid", "", "    "), f"    ob = {out_base(w, '')}",
             f"    rr = tl.arange(0, {rows})", f"    cc = tl.arange(0, {cols})"]
 
@@ -352,7 +354,7 @@ def tl_tma_kernel(name: str, w: TileWalk) -> str:
             lines.append(f"    x = tl.reshape(x, [{w.box_rows}, {w.box[0]}])")
         lines.append(f"    off = {box_offset(w, origin)}")
         lines += store_lines(w, "x", "off", "    ")
-    return wide_aranges("\n".join(lines) + "\n", w.index_bits)
+    return "\n".join(lines) + "\n"
 
 
 # a direct plan of at most this many boxes, all of power-of-two extents, loads them one by one
@@ -375,7 +377,7 @@ def tl_direct_kernel(name: str, w: TileWalk) -> str:
     2,900-line kernel unrolled), a loop over the tile's rows (`_row_walk`)."""
     if len(w.boxes) > DIRECT_UNROLLED_BOXES or not _pow2_boxes(w):
         return _row_walk(name, w)
-    lines = _tl_header(name, "src, out", w, w.box_rows, w.box[0])
+    lines = _tl_header(name, "src, out", w, w.box_rows, w.box[0], w.index_bits)
     for origin, _ in w.boxes:
         lines += _pointer_load(w, "rr", row_positions(w, "rr", w.box, origin), f"cc + {origin[0]}", [], "    ")
         lines.append(f"    off = {box_offset(w, origin)}")
@@ -411,7 +413,7 @@ def _row_walk(name: str, w: TileWalk) -> str:
     rows, cols = w.stage_rows, w.dims[0].tile
     pc = pow2_at_least(cols)
     chunk = max(1, min(pow2_at_least(rows), DIRECT_CHUNK_WORDS // pc))
-    lines = [*_tl_header(name, "src, out", w, chunk, pc),
+    lines = [*_tl_header(name, "src, out", w, chunk, pc, w.index_bits),
              # a few steps unrolled by the compiler (their loads overlap), more in a loop
              f"    for r0 in {'tl.static_range' if cdiv(rows, chunk) <= DIRECT_UNROLLED_STEPS else 'range'}"
              f"(0, {rows}, {chunk}):", "        r = r0 + rr"]

@@ -42,3 +42,24 @@ def test_every_broadcast_tile_probe_compiles_for_sm90():
         r = subprocess.run([sys.executable, "-m", "tools.compile_kernels", str(path)], capture_output=True, cwd=ROOT,
                            text=True, env=env, timeout=900)
     assert r.returncode == 0 and " 0 of " not in r.stdout, r.stdout[-4000:] + r.stderr[-4000:]
+
+
+def test_kernels_past_2_31_words_compile_for_sm90():
+    """Their int64 index terms compile, tl and Gluon (a tile's TMA kernel widened as its direct
+    walk is failed to compile: Triton's block pointers take int32 offsets only; the
+    interpreter ran it)."""
+    require_client()
+    import json
+    import tempfile
+
+    from legalsat.api import optimize
+    from tests.kernels.test_wide_offsets import CASES
+
+    plans = {name: {"response": optimize({"op": op, "options": {"max_plans": 8}})} for name, (op, _) in CASES.items()}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "wide_plans.json"
+        path.write_text(json.dumps(plans))
+        env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+        r = subprocess.run([sys.executable, "-m", "tools.compile_kernels", str(path)], capture_output=True, cwd=ROOT,
+                           text=True, env=env, timeout=900)
+    assert r.returncode == 0 and " 0 of " not in r.stdout, r.stdout[-4000:] + r.stderr[-4000:]
