@@ -106,7 +106,8 @@ class ConsumerIn(Strict):
                           "k * element bits = 256)")
     element: str | None = Field(None, description="the element type the consumer reads, of the view's width "
                                 "(e.g. float8_e4m3fn over uint8, tfloat32 over float32); default the view's",
-                                json_schema_extra={"enum": [*ELEMENT_TYPES, None]})
+                                json_schema_extra={"enum": [*(n for n, d in ELEMENT_TYPES.items()
+                                                              if not d.packed), None]})
 
 
 def _consumer_object(value: object) -> object:

@@ -377,3 +377,23 @@ def test_an_extent_1_dims_stride_is_free_however_large():
         parse_request({"op": {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [2, 64], "strides": [big, 1]},
                               "dst": {"dtype": "bfloat16", "shape": [2, 64], "strides": [64, 1]}}})
     assert e.value.headline.field == "op.src.strides[0]"
+
+
+def test_the_schema_offers_only_consumer_elements_the_planner_takes():
+    """The schema listed sm100's packed types (16u4_align8b, ...) for consumer.element, which
+    every request refused as unknown."""
+    from legalsat.schemas.optimize import OptimizeRequest
+    from legalsat.terms.dtypes import ELEMENT_TYPES
+
+    def enums(node):
+        if isinstance(node, dict):
+            if "enum" in node and "float8_e4m3fn" in node["enum"]:
+                yield node["enum"]
+            for v in node.values():
+                yield from enums(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from enums(v)
+
+    listed = [e for es in enums(OptimizeRequest.model_json_schema()) for e in es if e is not None]
+    assert listed and not [e for e in listed if ELEMENT_TYPES[e].packed]
