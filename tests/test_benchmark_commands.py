@@ -98,3 +98,25 @@ def test_the_gpu_plan_check_recorded_plans_run_on_misaligned_tensors_exact_or_re
     assert {key.rsplit(" ", 1)[1] for key in recorded["counts"]} == {"exact", "refused"}
     assert all(recorded["counts"].get(f"copy tma/{v} exact", 0) == 0 for v in ("tl", "gluon"))  # a descriptor needs 16
     assert sum(c for key, c in recorded["counts"].items() if key.endswith(" exact")) == 826
+
+
+def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
+    """benchmarks/gpu_plan_check_wide.json (the views past 2^31 words with six of the corpora,
+    every plan built through the client's plan checks) and gpu_plan_check_recheck.json (the
+    first corpus planned again), as RESULTS.md states them."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks"
+
+    def corpus(*names: str) -> int:
+        return sum(len((root / f"gpu_plan_check{'_' + n if n else ''}_requests.jsonl").read_text().splitlines())
+                   for n in names)
+
+    wide = json.loads((root / "gpu_plan_check_wide.json").read_text())
+    assert wide["requests"] == corpus("small", "onebox", "dtypes", "gathers", "budget", "interleave_short", "wide")
+    recheck = json.loads((root / "gpu_plan_check_recheck.json").read_text())
+    assert recheck["requests"] == corpus(None) == 390
+    for run, runs in ((wide, 167), (recheck, 1176)):
+        assert not run["faults"] and not run["differing"] and not run["misaligned"]
+        assert all(key.endswith(" exact") for key in run["counts"]) and sum(run["counts"].values()) == runs

@@ -536,7 +536,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _emit(args: argparse.Namespace) -> int:
     from legalsat.clients.plan_checks import check_plan
-    from legalsat.kernels import emit, fields_as_passed, select_plan
+    from legalsat.kernels import emit, fields_as_passed, response_target, select_plan
     from legalsat.schemas.base import load_json
 
     limit = _settings({}, uses_target=False, reads=frozenset({"max_body_bytes"})).max_body_bytes
@@ -554,7 +554,7 @@ def _emit(args: argparse.Namespace) -> int:
     plan, op = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
     with fields_as_passed(obj, args.plan):
         # what build_kernel checks before it builds: the same plans fail here
-        check_plan(plan, op, obj.get("target") if isinstance(obj, dict) and "plans" in obj else None)
+        check_plan(plan, op, response_target(obj))
         emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)
     if emitted.variant != args.variant:  # asked for Gluon, given tl: said even with --quiet

@@ -35,9 +35,9 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
 
 
 def _check_descriptors(plan: PlanOut, target_name: str) -> None:
-    """Every TMA descriptor of the plan, as cuTensorMapEncodeTiled would take it: the rules
-    `legalsat validate-descriptor` applies (sm90's; a plan's descriptor is that command's
-    input as it stands). A descriptor edited after planning fails here, named, rather than in
+    """Every TMA descriptor of the plan, as cuTensorMapEncodeTiled would take it on
+    `target_name`: the rules `legalsat validate-descriptor` applies (a plan's descriptor is
+    that command's input as it stands). A descriptor edited after planning fails here, named, rather than in
     the driver or in Triton at the first call."""
     from legalsat.analyses.tma_legality import check_descriptor
     from legalsat.schemas.descriptors import parse_descriptor

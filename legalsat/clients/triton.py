@@ -30,7 +30,7 @@ import torch
 
 from legalsat.clients.plan_checks import check_plan
 from legalsat.diagnostics import Code, InputError
-from legalsat.kernels import default_variant, emit, fields_as_passed, select_plan
+from legalsat.kernels import default_variant, emit, fields_as_passed, response_target, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
@@ -271,21 +271,14 @@ class Kernel:
             self._reach[side] = max(self._reach[side], reach)
         g = plan.gather
         if g is not None:  # a slab per index entry: the farthest entry's slab on each side
-            if g.index_bound < 1 or g.index_count < 0:
-                raise plan_error("gather.index_bound", "a gather's index bound is at least 1",
-                                 "send the plan as the planner returned it")
             if request_op is not None:  # the request's own fields first: they say which one is wrong
                 _check_gather_request(g, request_op)
             self._reach["src"] += (g.index_bound - 1) * g.src_index_stride_bytes
             self._reach["dst"] += max(g.index_count - 1, 0) * g.out_index_stride_bytes
             # out's bytes: its shape's (the request's element) where the request is known, else
             # what the entries' slabs hold (checked against the tensor passed at each call)
-            out_bytes = prod(g.out_shape) * _view_bytes(request_op["src"]) if request_op else \
-                g.index_count * g.slab_bytes
-            if self._reach["dst"] > out_bytes and g.index_count:
-                raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
-                                 f"out_shape {list(g.out_shape)} holds {out_bytes}: the plan is not one the planner "
-                                 "made", "send the plan as the planner returned it")
+            self._check_out_bytes(prod(g.out_shape) * _view_bytes(request_op["src"]) if request_op else
+                                  g.index_count * g.slab_bytes)
         if request_op is not None and self.kind is MovementKind.COPY:  # every element once: as many as the views
             moved = sum(prod(d.extent for d in p.dims) * p.element_bytes for p in plan.pieces)
             src = request_op["src"]
@@ -303,6 +296,13 @@ class Kernel:
                                      "the request's", "plan the request again (a plan edited after planning no "
                                      "longer fits its views)")
         check_plan(plan, request_op, target)
+
+    def _check_out_bytes(self, out_bytes: int) -> None:
+        """A gather's entries reach no further than its out_shape holds (`out_bytes`)."""
+        if self._reach["dst"] > out_bytes:
+            raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
+                             f"out_shape {list(self.plan.gather.out_shape)} holds {out_bytes}: the plan is not one "
+                             "the planner made", "send the plan as the planner returned it")
 
     @property
     def source(self) -> str:
@@ -488,11 +488,7 @@ class Kernel:
             raise _arg_error("out", f"out must be a contiguous {src.dtype} tensor of shape {g.out_shape}; it is "
                              f"{_described(out)}",
                              "allocate out with torch.empty(plan['gather']['out_shape'], dtype=src.dtype, ...)")
-        if self._reach["dst"] > out.numel() * out.element_size():
-            raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
-                             f"out_shape {list(g.out_shape)} of {out.element_size()}-byte elements holds "
-                             f"{out.numel() * out.element_size()}: the plan is not one the planner made",
-                             "send the plan as the planner returned it")
+        self._check_out_bytes(out.numel() * out.element_size())
         _check_written(out, "out", out.numel() * out.element_size(), src)
         for name, t in (("index", index), ("group", group)):
             if t is not None:  # read by every program while others write out (torch's index_select refuses it too)
@@ -691,10 +687,7 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
             raise _arg_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
                              'use variant="tl" (or "auto"), or run on an H100/H200')
         emitted = emit(p, variant)
-        # the response's target judges its descriptors (an OptimizeResponse's too; a plan alone: sm90's)
-        target = (plan.get("target") if "plans" in plan else None) if isinstance(plan, dict) else \
-            getattr(plan, "target", None) if hasattr(plan, "plans") else None
-        return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op, target)
+        return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op, response_target(plan))
 
 
 __all__ = ["Kernel", "TileKernel", "build_kernel", "load_module", "matmul", "words"]

@@ -125,6 +125,14 @@ def select_plan(obj: object, plan_index: int = 0, index_name: str = "plan_index"
     return plan, _request_op(obj.get("term"), plan)
 
 
+def response_target(obj: object) -> str | None:
+    """The target a whole optimize response (dict or OptimizeResponse) was planned for; None
+    for a plan alone."""
+    if isinstance(obj, dict):
+        return obj.get("target") if "plans" in obj else None
+    return getattr(obj, "target", None) if isinstance(obj, OptimizeResponse) else None
+
+
 def _request_op(response_term: str | None, plan: PlanOut) -> dict | None:
     """The request's op (src/dst views) from a response's s-expression term, if given; an
     InputError naming `term` where it is not one `plan` can have come from (another kind of

@@ -202,7 +202,8 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
     args = f"src, index, {positions}, out" if positions else "src, index, out"
     km = count % rows != 0
     lines, ty = gather_index_lines(p, count, bound, src_stride, out_stride, km)
-    out = [f"@triton.jit\ndef {name}({args}):", "    pid = tl.program_id(0)" + (".to(tl.int64)" if ty == "tl.int64" else ""),
+    bits = 64 if ty == "tl.int64" else 32
+    out = [f"@triton.jit\ndef {name}({args}):", program_id(bits),
            f"    k = pid * {rows} + tl.arange(0, {rows})", *lines]
     kmask = f", mask=k < {count}, other=0" if km else ""
     out.append(f"    j = tl.load({positions} + k{kmask}).to({ty})" if positions else "    j = k")
@@ -210,7 +211,7 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
     do = f"j[:, None] * {out_stride} + sd[None, :]" + (f" + {p.dst_offset}" if p.dst_offset else "")
     out += slab_steps(p, rows, lambda emask: [f"mask = ok[:, None]{emask}", f"x = tl.load(src + {so}, mask=mask)",
                                               f"tl.store(out + {do}, x, mask=mask)"])
-    return wide_aranges("\n".join(out) + "\n", 64 if ty == "tl.int64" else 32)
+    return wide_aranges("\n".join(out) + "\n", bits)
 
 
 def gather_columns_kernel(name: str, p: WordPiece, rows: int, step: int, count: int, bound: int,
@@ -226,7 +227,7 @@ def gather_columns_kernel(name: str, p: WordPiece, rows: int, step: int, count: 
     km, em = count % rows != 0, slab % step != 0
     lines, ty = gather_index_lines(q, count, bound, src_stride, out_stride, km)
     out = [f"@triton.jit\ndef {name}(src, index, out):",
-           "    pid = tl.program_id(0)" + (".to(tl.int64)" if ty == "tl.int64" else ""),
+           program_id(64 if ty == "tl.int64" else 32),
            f"    kb = pid // {steps}", f"    e = (pid % {steps}) * {step} + tl.arange(0, {step})",
            f"    k = kb * {rows} + tl.arange(0, {rows})", *lines]
     out += slab_offsets(q)

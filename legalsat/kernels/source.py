@@ -159,9 +159,10 @@ def wide_aranges(text: str, bits: int) -> str:
 _ARANGE = re.compile(r"tl\.arange\((0, [^(),]+)\)")
 
 
-def program_id(bits: int, indent: str = "    ", lang: str = "tl") -> str:
-    """The line binding `pid`, 64-bit where the piece's offsets need it (`lang`: tl or gl)."""
-    return f"{indent}pid = {lang}.program_id(0)" + (f".to({lang}.int64)" if bits == 64 else "")
+def program_id(bits: int, indent: str = "    ", lang: str = "tl", name: str = "pid") -> str:
+    """The line binding `name` to the program id, 64-bit where the piece's offsets need it
+    (`lang`: tl or gl)."""
+    return f"{indent}{name} = {lang}.program_id(0)" + (f".to({lang}.int64)" if bits == 64 else "")
 
 
 def blocked_layout(shape: list[int], word: int, num_warps: int) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from legalsat.kernels.source import DescriptorSpec, Launch, decompose, wide_aranges
+from legalsat.kernels.source import DescriptorSpec, Launch, decompose, program_id, wide_aranges
 from legalsat.kernels.tma import descriptor_spec
 from legalsat.kernels.words import INT32_LIMIT, plan_error
 from legalsat.schemas.plan import PlanOut, WgmmaOut
@@ -337,7 +337,7 @@ def _tl_header(name: str, args: str, w: TileWalk, rows: int, cols: int, bits: in
     tensor (`ob`), and `rr` / `cc` ranging over a block of rows x cols; `bits` 64 for pointer
     walks past int32 (a descriptor's coordinates stay int32: Triton's block pointers take no
     other)."""
-    return [f"@triton.jit\ndef {name}({args}):", "    tid = tl.program_id(0)" + (".to(tl.int64)" * (bits == 64)),
+    return [f"@triton.jit\ndef {name}({args}):", program_id(bits, name="tid"),
             *tile_lines(w, "tid", "", "    "), f"    ob = {out_base(w, '')}",
             f"    rr = tl.arange(0, {rows})", f"    cc = tl.arange(0, {cols})"]
 

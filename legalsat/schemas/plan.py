@@ -258,8 +258,8 @@ class TileLoadOut(Out):
 
     grid: list[int] = Field(description="tile positions per request dim (outermost first): ceil(shape / tile)")
     coords: list[list[Annotated[list[int], Field(min_length=2, max_length=2)]]] = Field(
-        description="per descriptor dim (innermost first): [request dim, "
-                                          "multiplier] pairs; a tile T's coordinate is sum(T[dim] * multiplier)")
+        description="per descriptor dim (innermost first): [request dim, multiplier] pairs; a tile T's "
+                    "coordinate is sum(T[dim] * multiplier)")
     boxes: list[TileBoxOut] = Field(description="the boxes of one tile, completing one stage on one mbarrier phase")
     layout: StageLayoutOut = Field(description="where every element of the tile lands in its stage")
     oob_fill: Literal["zero"] = Field(description="what the overhang of an edge tile reads as")
@@ -270,6 +270,10 @@ class TileLoadOut(Out):
                                       "tile's positions past it read zero, along broadcast dims too (absent in plans "
                                       "of planner versions before 8)")
     consumer: str = Field(description="what reads the tile")
+    read_conflict_ways: float = Field(description="the bank model's verdict on the consumer's reads (1.0: none)")
+    wgmma: WgmmaOut | None = Field(description="wgmma operands: the matrix descriptor of every k-slice")
+    estimated_us_per_tile: float = Field(description="the walk's estimated time divided by its tiles")
+    note: str | None = Field(None, description="why a wgmma consumer gets no descriptor (TMA still loads the tile)")
 
     @field_validator("coords", "folded", "broadcast")
     @classmethod
@@ -281,10 +285,6 @@ class TileLoadOut(Out):
             raise ValueError(f"names request dim {next(d for d in named if not 0 <= d < rank)}; the tile has "
                              f"{rank} dims (0 to {rank - 1})")
         return v
-    read_conflict_ways: float = Field(description="the bank model's verdict on the consumer's reads (1.0: none)")
-    wgmma: WgmmaOut | None = Field(description="wgmma operands: the matrix descriptor of every k-slice")
-    estimated_us_per_tile: float = Field(description="the walk's estimated time divided by its tiles")
-    note: str | None = Field(None, description="why a wgmma consumer gets no descriptor (TMA still loads the tile)")
 
 
 class RelayoutOut(Out):

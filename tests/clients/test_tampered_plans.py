@@ -153,9 +153,7 @@ def test_emit_refuses_a_descriptor_the_driver_refuses(tmp_path):
 @pytest.mark.parametrize("target", ["sm90", "sm100"])
 def test_every_plan_the_planner_returns_passes_the_checks(target):
     """The checks refuse edited plans only: every plan of a few responses builds, its
-    descriptors judged by the response's own target's rules (the sweep over the repository's
-    request corpora, both targets, refused none the planner made beyond Triton's power-of-two
-    boxes)."""
+    descriptors judged by the response's own target's rules."""
     from legalsat.clients.triton import build_kernel
 
     for op in (GATHER, TILE, RAGGED, {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 4096],

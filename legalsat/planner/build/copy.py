@@ -235,9 +235,10 @@ def interleave_piece(r: Region, f: Interleave, target: Target) -> tuple[Piece, W
     INTERLEAVE_GROUPS_PER_THREAD vectors a thread, halved while the programs would not give
     each SM PROGRAMS_PER_SM (down to one vector a thread; a shorter dim, to one vector), and
     fewer warps for a run of fewer than one vector a thread of INTERLEAVE_WARPS warps. Its
-    vectors are as wide as both sides' group starts are aligned: a planar run starts where the base, offset and other strides allow; an
-    interleaved group of whole vectors of pixels (its channels' bytes times a multiple of 16)
-    where the base, offset and the strides of the dims beside the pair allow."""
+    vectors are as wide as both sides' group starts are aligned: a planar run starts where the
+    base, offset and other strides allow; an interleaved group of whole vectors of pixels (its
+    channels' bytes times a multiple of 16) where the base, offset and the strides of the dims
+    beside the pair allow."""
     vec = 16 // r.eb
     pixels = r.dims[f.pixel][0]
     run = max(vec, min(vec * 32 * INTERLEAVE_WARPS * INTERLEAVE_GROUPS_PER_THREAD, pow2_at_least(pixels)))
