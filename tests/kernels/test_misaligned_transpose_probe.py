@@ -12,7 +12,7 @@ import pytest
 
 from legalsat.kernels.source import HEADER_TL
 from tests.kernels.client import require_client
-from tools.misaligned_transpose_probe import class_kernel
+from tools.misaligned_transpose_probe import class_kernel, shear_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,3 +50,24 @@ def test_a_tile_the_alignment_hint_would_not_hold_for_is_refused():
         class_kernel(4096, 50257, 4096, 50257, ta=4, tb=64)
     with pytest.raises(ValueError, match="whole 8-element vectors"):
         class_kernel(4096, 50257, 4096, 50257, ta=128, tb=4)
+
+
+def test_the_shear_tile_shuffles_once_an_element_and_stores_whole_vectors():
+    require_client()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    code = ("from tools.misaligned_transpose_probe import shear_sm90_ptx; p = shear_sm90_ptx(128, 2, 4); "
+            "print(p.count('shfl.sync.idx'), p.count('st.global.v4.b32'), p.count('ld.global.v4.b32'))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    shuffles, stores, loads = map(int, r.stdout.split()[-3:])
+    # 128 threads, 32 x 128 elements a segment: 32 a thread; 3 segments loaded (two and the
+    # next one's half), 2 stored as 16-byte vectors (4 a thread each) away from the edges
+    assert shuffles == 3 * 32 and stores == 2 * 4
+    assert loads == 2 * 3 * 4  # whole vectors, in both branches
+
+
+def test_a_shear_tile_of_unsupported_shape_is_refused():
+    with pytest.raises(ValueError, match="ta a power of two in 16..256"):
+        shear_kernel(4096, 50257, 4096, 50257, ta=96, segments=2, warps=4)
+    with pytest.raises(ValueError, match="warps a power of two up to ta / 8"):
+        shear_kernel(4096, 50257, 4096, 50257, ta=16, segments=2, warps=4)
