@@ -107,11 +107,14 @@ def bcast(axis: int, rank: int) -> str:
 @dataclass(frozen=True)
 class TileIndex:
     """Source lines forming `so`, `do` (word offsets) and `mask` (or None) for one tile of
-    a piece, with the tiled dims laid out in `axes` order (the last is the fastest)."""
+    a piece, with the tiled dims laid out in `axes` order (the last is the fastest), and the
+    condition (`interior`; "" when unmasked or no tile lies wholly inside) under which the
+    tile lies wholly inside, so its accesses need no mask."""
 
     lines: tuple[str, ...]
     masked: bool
     tiles: int
+    interior: str = ""
 
 
 def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = "pid",
@@ -123,7 +126,7 @@ def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = 
     lines = decompose(pid, counts, indent)
     src = [str(p.src_offset)] if p.src_offset else []
     dst = [str(p.dst_offset)] if p.dst_offset else []
-    masks = []
+    masks, inside = [], []
     rank = len(axes)
     for k, d in enumerate(p.dims):
         if k in axes:
@@ -132,6 +135,7 @@ def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = 
             term = f"a{k}{bcast(ax, rank)}"
             if d.extent % tile[k]:
                 masks.append(f"({term} < {d.extent})")
+                inside.append(f"(t{k} < {d.extent // tile[k]})" if d.extent >= tile[k] else "")
         else:
             term = f"t{k}"
         if d.src:
@@ -145,7 +149,7 @@ def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = 
     if masks:
         lines.append(f"{indent}mask = {' & '.join(masks)}")
     total = prod(n for _, n in counts)
-    return TileIndex(tuple(lines), bool(masks), total)
+    return TileIndex(tuple(lines), bool(masks), total, " & ".join(inside) if all(inside) else "")
 
 
 def wide_aranges(text: str, bits: int) -> str:

@@ -26,10 +26,15 @@ from __future__ import annotations
 from math import prod
 
 from legalsat.kernels.source import Launch, decompose, program_id, tile_index, wide_aranges
-from legalsat.kernels.words import WordPiece, transposed_dims
+from legalsat.kernels.words import WordPiece, plan_error, transposed_dims
 from legalsat.schemas.plan import PieceOut
 from legalsat.terms.integers import cdiv
-from legalsat.terms.movement import SKEW_SECTOR_BYTES, misaligned_pitch, sector_skewable
+from legalsat.terms.movement import (
+    SKEW_SECTOR_BYTES,
+    misaligned_pitch,
+    sector_misaligned_pitch,
+    sector_skewable,
+)
 
 
 def tile_axes(p: WordPiece, tile: tuple[int, ...]) -> list[int]:
@@ -44,29 +49,37 @@ def tile_axes(p: WordPiece, tile: tuple[int, ...]) -> list[int]:
     return axes
 
 
-def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[str, int]:
-    """Source of one piece's tiled transposing copy and its program count."""
+def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...], vectors: bool = True) -> tuple[str, int]:
+    """Source of one piece's tiled transposing copy and its program count. With `vectors` (the
+    plan's loads or stores wider than a word), the tiles wholly inside the piece run unmasked:
+    a mask along a dim whose extent is not a multiple of the vector is not constant over one,
+    and made every access one element wide (a 50257-row bf16 transpose into a 50264-element
+    pitch ran at 0.23 of a same-size copy on the H100 so, at 0.81 unmasked inside:
+    benchmarks/sector_pitch_probe.json)."""
     ti = tile_index(p, tile, tile_axes(p, tile))
     lines = [f"@triton.jit\ndef {name}(src, dst):", program_id(p.index_bits()), *ti.lines]
-    if ti.masked:
-        lines += ["    x = tl.load(src + so, mask=mask)", "    tl.store(dst + do, x, mask=mask)"]
+    masked = ["x = tl.load(src + so, mask=mask)", "tl.store(dst + do, x, mask=mask)"]
+    whole = ["x = tl.load(src + so)", "tl.store(dst + do, x)"]
+    if ti.interior and vectors:
+        lines += [f"    if {ti.interior}:", *(f"        {s}" for s in whole), "    else:", *(f"        {s}" for s in masked)]
     else:
-        lines += ["    x = tl.load(src + so)", "    tl.store(dst + do, x)"]
+        lines += [f"    {s}" for s in (masked if ti.masked else whole)]
     return wide_aranges("\n".join(lines) + "\n", p.index_bits()), ti.tiles
 
 
-def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | None:
+def skew_shape(p: WordPiece, tile: tuple[int, ...], sector_rows: bool = False) -> tuple[int, int, int] | None:
     """(a, b, sector words) when destination rows are misaligned (pitch not a multiple of
-    16 bytes) and the tile is skewed (`sector_skewable`: its destination run spans whole
-    sectors and more than one, its source runs fill a sector, the dim is longer than the tile)
-    and the other dims are untiled."""
+    16 bytes, or with `sector_rows` of a 32-byte sector) and the tile is skewed
+    (`sector_skewable`: its destination run spans whole sectors and more than one, its source
+    runs fill a sector, the dim is longer than the tile) and the other dims are untiled."""
     tr = transposed_dims(p)
     if tr is None or p.lanes > 1:
         return None
     a, b = tr
     sector = SKEW_SECTOR_BYTES // p.word
-    if not misaligned_pitch(p.dims[a].dst, p.word) or not sector_skewable(tile[b] * p.word, p.dims[b].extent, tile[b],
-                                                                         tile[a] * p.word):
+    misaligned = sector_misaligned_pitch if sector_rows else misaligned_pitch
+    if not misaligned(p.dims[a].dst, p.word) or not sector_skewable(tile[b] * p.word, p.dims[b].extent, tile[b],
+                                                                   tile[a] * p.word):
         return None
     if any(t > 1 for k, t in enumerate(tile) if k not in (a, b)):
         return None
@@ -75,7 +88,7 @@ def skew_shape(p: WordPiece, tile: tuple[int, ...]) -> tuple[int, int, int] | No
 
 def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[str, int]:
     """Source of the skewed transposing copy (see the module docstring) and its program count."""
-    a, b, al = skew_shape(p, tile)
+    a, b, al = skew_shape(p, tile, sector_rows=True)  # staged_form checked it
     ta, tb = tile[a], tile[b]
     step = tb - al  # destination elements per row and program: whole sectors
     na, nb = p.dims[a].extent, p.dims[b].extent
@@ -109,12 +122,20 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     return wide_aranges("\n".join(lines) + "\n", p.index_bits()), total
 
 
-def staged_form(p: WordPiece, raw: PieceOut) -> str:
-    """The tile `emit_staged` runs for a staged piece: "skewed" or "plain". The plan's store
-    width decides: 16-byte stores into misaligned rows are the skewed tile's; stores of one
-    element are the plain tile's (a destination that stays in L2, or source runs under a
-    sector)."""
-    return "skewed" if skew_shape(p, p.tile) and (raw.store_vector_bytes or raw.vector_bytes) > p.word else "plain"
+def staged_form(p: WordPiece, raw: PieceOut, field: str = "piece") -> str:
+    """The tile `emit_staged` runs for a staged piece: "skewed" or "plain". The plan's
+    `skewed_stores` decides; a plan without it (an earlier planner's), its store width:
+    16-byte stores into rows off 16 bytes are the skewed tile's, stores of one element the
+    plain tile's (a destination that stays in L2, or source runs under a sector)."""
+    if raw.skewed_stores:
+        if skew_shape(p, p.tile, sector_rows=True) is None:
+            raise plan_error(f"{field}.skewed_stores", f"{field}.skewed_stores is set but the piece is no transpose "
+                             "into rows off a 32-byte sector whose tile stores runs of whole sectors from source "
+                             "runs of a sector or more along a dim longer than the tile")
+        return "skewed"
+    if raw.skewed_stores is None and skew_shape(p, p.tile) and (raw.store_vector_bytes or raw.vector_bytes) > p.word:
+        return "skewed"
+    return "plain"
 
 
 def emit_staged(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str], list[Launch]]:
@@ -122,8 +143,11 @@ def emit_staged(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str
     its piece says `direct`, and the caller emits it so)."""
     texts, launches = [], []
     for i, p, raw in pieces:  # (tiles are powers of two: emit's _check_blocks)
-        kernel = skewed_copy_kernel if staged_form(p, raw) == "skewed" else staged_copy_kernel
-        text, grid = kernel(f"staged_copy_{i}", p, p.tile)
+        if staged_form(p, raw, f"plan.pieces[{i}]") == "skewed":
+            text, grid = skewed_copy_kernel(f"staged_copy_{i}", p, p.tile)
+        else:
+            vectors = max(raw.vector_bytes, raw.store_vector_bytes or 0) > p.word
+            text, grid = staged_copy_kernel(f"staged_copy_{i}", p, p.tile, vectors)
         texts.append(text)
         launches.append(Launch(f"staged_copy_{i}", grid, raw.num_warps, ("src", "dst"), word=p.word))
     return texts, launches

@@ -39,8 +39,9 @@ from legalsat.terms.strategy import Strategy
 # before an iteration predicted to end past its budget. /20: shuffle plans in interleave form
 # (planes <-> interleaved channels) and their 16-byte estimate for odd channel counts. /21: no
 # shuffle plan for even channel counts, fewer warps for short interleave runs, the odd form of a
-# small transpose dense on both sides.
-PLANNER_VERSION = "legalsat-planner/21"
+# small transpose dense on both sides. /22: staged tiles into rows on 16 bytes but off a sector
+# skewed where the destination exceeds L2 (`skewed_stores`).
+PLANNER_VERSION = "legalsat-planner/22"
 
 
 class Clock:

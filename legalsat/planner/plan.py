@@ -81,6 +81,7 @@ class Piece:
     smem: SmemLayout | None = None
     pipeline: AsyncPipeline | None = None
     shifted_loads: bool = False  # source rows read as the aligned vectors around them, shifted
+    skewed_stores: bool = False  # a staged tile whose row segments each start on a sector of their own
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import budget_fix, solver_ms
 from legalsat.planner.formulation import Region
 from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least, pow2_at_most
-from legalsat.terms.movement import misaligned_pitch
+from legalsat.terms.movement import misaligned_pitch, sector_misaligned_pitch
 from legalsat.terms.smem import tma_pipeline_bytes
 
 MAX_LOG = 20
@@ -321,7 +321,8 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
 
     Measured on the H100 (tools/staged_sweep.py): runs of 256 bytes on both sides and the
     largest tile win; when destination rows are not 16-byte aligned the emitter skews the
-    tile to 32-byte sectors, and 128-byte destination runs with 256-byte source runs win;
+    tile to 32-byte sectors (as it does for rows on 16 bytes but off a sector, when `skew`:
+    `sector_misaligned_pitch`), and 128-byte destination runs with 256-byte source runs win;
     with `skew` False such a tile is plain (see `PLAIN_DST_RUN`), at most the piece's bytes /
     `min_programs` (and at least `PLAIN_MIN_TILE`)."""
     closed = _transpose_tile_closed(p, a, b, max_tile_bytes, min_run_bytes, small, smem_budget, skew,
@@ -347,6 +348,7 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
         else floor_log2(max_tile_bytes)
     run = _fitting_run(floor_log2(min_run_bytes) - lb, cap, lb)
     unaligned_dst = misaligned_pitch(p.dims[a][2], p.eb)
+    skewed_dst = skew and sector_misaligned_pitch(p.dims[a][2], p.eb)
     if small:
         small_dim = ea if na <= nb else eb_
         fp.require("small_side_whole", small_dim == min(cap_a, cap_b),
@@ -359,7 +361,7 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
                    f"destination runs beyond {PLAIN_DST_RUN} bytes")
         fp.require("run_a", ea >= _plain_src_run(lb, cap_a, cap), f"source runs under {PLAIN_MIN_SRC_RUN} bytes")
         objective = [ea + eb_, eb_]
-    elif unaligned_dst:  # sector-skewed stores (legalsat.kernels.staged): 128-byte destination
+    elif skewed_dst:  # sector-skewed stores (legalsat.kernels.staged): 128-byte destination
         # runs, 256-byte source runs (measured best on the H100), shorter where the budget says
         fp.require("run_b", eb_ == min(max(floor_log2(128) - lb, 0), cap_b),
                    "a skewed tile stores 128-byte destination runs")
@@ -373,7 +375,8 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     m = fp.solve(objective)
     ta, tb = 1 << m[ea].as_long(), 1 << m[eb_].as_long()
     # scalar stores: 4 warps per tile measured fastest (more programs per SM in flight)
-    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else transpose_warps(ta * tb * p.eb))
+    return TileFields(a, b, ta, tb, 4 if (unaligned_dst or skewed_dst) and not small
+                      else transpose_warps(ta * tb * p.eb))
 
 
 def _fitting_run(run_log2: int, budget_log2: int, eb_log2: int) -> int:
@@ -409,6 +412,7 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
         else floor_log2(max_tile_bytes)
     run = _fitting_run(floor_log2(min_run_bytes) - lb, budget, lb)
     unaligned_dst = misaligned_pitch(p.dims[a][2], p.eb)
+    skewed_dst = skew and sector_misaligned_pitch(p.dims[a][2], p.eb)
     best: tuple | None = None
     for ea in range(min(10, cap_a) + 1):
         for eb_ in range(min(10, cap_b) + 1):
@@ -424,7 +428,7 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
                         or ea < _plain_src_run(lb, cap_a, budget)):
                     continue
                 key = (ea + eb_, eb_)
-            elif unaligned_dst:
+            elif skewed_dst:
                 if eb_ != min(max(floor_log2(128) - lb, 0), cap_b) or ea > min(max(floor_log2(256) - lb, 0), cap_a):
                     continue
                 key = (ea + eb_,)
@@ -437,7 +441,8 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
     if best is None:
         return None
     ta, tb = 1 << best[1], 1 << best[2]
-    return TileFields(a, b, ta, tb, 4 if unaligned_dst and not small else transpose_warps(ta * tb * p.eb))
+    return TileFields(a, b, ta, tb, 4 if (unaligned_dst or skewed_dst) and not small
+                      else transpose_warps(ta * tb * p.eb))
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def piece_out(p: Piece) -> PieceOut:
                     **_set(store_vector_bytes=p.store_vector_bytes, num_stages=p.num_stages,
                            descriptors=None if p.descriptors is None else [descriptor_out(d) for d in p.descriptors],
                            smem=smem_out(p.smem), async_=async_out(p.pipeline),
-                           shifted_loads=p.shifted_loads or None))
+                           shifted_loads=p.shifted_loads or None, skewed_stores=p.skewed_stores or None))
 
 
 def gather_out(g: GatherPlan | None) -> GatherOut | None:

@@ -153,6 +153,12 @@ class PieceOut(Out):
                                        "destination's do not): each row is read as the aligned 16-byte vectors that "
                                        "hold it and shifted into place in registers, so vector_bytes is 16 on both "
                                        "sides; absent: loads are as wide as the source's alignment allows")
+    skewed_stores: bool | None = Field(None, description="a staged tile whose destination rows start off a 32-byte "
+                                       "sector: each row's segment is stored from a sector of its own (the tile loads "
+                                       "a sector's worth of extra source rows and shifts each column by its row's "
+                                       "offset), so stores are whole vectors filling whole sectors; absent: the "
+                                       "kernels skew a tile whose rows start off 16 bytes and whose store_vector_bytes "
+                                       "exceed an element (plans without this field)")
 
 
 class InspectorOut(Out):

@@ -315,6 +315,20 @@ def misaligned_pitch(stride: int, element_bytes: int) -> bool:
     return (stride * element_bytes) % 16 != 0
 
 
+def sector_misaligned_pitch(stride: int, element_bytes: int) -> bool:
+    """Whether rows `stride` elements apart start off a 32-byte sector from each other: a tile's
+    row segments then begin and end inside sectors, each written in part by two programs. A
+    destination larger than L2 is written faster skewed (each row's segment moved onto a sector
+    of its own) for pitches on 16 bytes too (`misaligned_pitch` is the narrower rule): on the
+    H100 the 50257-row bf16 transpose into a 50264-element pitch ran at 0.935 of a same-size copy
+    skewed against 0.807 plain, into a 20008-element pitch 0.926 against 0.811, fp16 rows of 30008
+    elements 0.925 against 0.827, fp32 rows of 5004 and 16388 elements 0.924 and 0.932 against
+    0.918 and 0.922 (`python -m tools.sector_pitch_probe`, benchmarks/sector_pitch_probe.json).
+    The planner (the tile it skews) and the kernels (what `skewed_stores` may be set on) share
+    this reading."""
+    return (stride * element_bytes) % SKEW_SECTOR_BYTES != 0
+
+
 def sector_skewable(run_bytes: int, extent: int, tile: int, src_run_bytes: int) -> bool:
     """Whether a staged tile whose destination rows are misaligned is skewed: its destination
     run (`tile` elements, `run_bytes`) spans more than one whole sector, the dim (`extent`) is

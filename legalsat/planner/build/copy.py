@@ -24,6 +24,7 @@ from legalsat.terms.movement import (
     interleave_form,
     misaligned_pitch,
     relaid_out,
+    sector_misaligned_pitch,
     sector_skewable,
     transposed_pair,
 )
@@ -180,6 +181,8 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
                              min_programs=PROGRAMS_PER_SM * target.sm_count)
     misaligned_rows = misaligned_pitch(r.dims[a][2], r.eb)
     plain_stores = not small and not skew and misaligned_rows
+    skewed = (not small and skew and sector_misaligned_pitch(r.dims[a][2], r.eb) and r.eb <= 8
+              and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b, f.tile_a * r.eb))
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
     smem = None
@@ -205,15 +208,16 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
     loads = max(r.eb, min(16, f.tile_a * r.eb, _aligned(r, "src", a)))
     if plain_stores:
         stores = r.eb
-    elif (not small and misaligned_rows and r.eb <= 8
-          and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b, f.tile_a * r.eb)):
+    elif skewed:
         # the skewed tile starts each destination row's segment on a sector of its own
         # (legalsat.kernels.staged): the rows' pitch and offsets do not limit its vectors, the
-        # base's alignment does
+        # base's alignment does; stores of one element are the plain tile's (nothing to skew for)
         stores = max(r.eb, min(16, f.tile_b * r.eb, gcd(16, r.dst_align)))
+        skewed = stores > r.eb
     else:
         stores = max(r.eb, min(16, f.tile_b * r.eb, _aligned(r, "dst", b)))
-    return (_piece(r, strategy, tiles, grid, f.num_warps, loads, store_vector_bytes=stores, smem=smem),
+    return (_piece(r, strategy, tiles, grid, f.num_warps, loads, store_vector_bytes=stores, smem=smem,
+                   skewed_stores=skewed),
             Walk(r, tiles=tiles))
 
 

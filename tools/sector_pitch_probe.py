@@ -1,0 +1,140 @@
+"""Transposes whose destination rows start on 16 bytes but off a 32-byte sector (a padded
+pitch of 50264 bf16), and ragged ones into sector-aligned rows: the planned staged tile
+against the plain tile the planner gives the nearest sector-aligned pitch, and against that
+tile emitted as it was before its programs inside the tensor ran unmasked (every program
+masked: a mask along the stored dim whose extent is odd is not constant over a vector, so
+every store was one element wide), with a same-size copy_.
+
+    python -m tools.sector_pitch_probe plan   # CPU: benchmarks/sector_pitch_probe_plans.json
+    python -m tools.sector_pitch_probe run    # GPU: $OUT/sector_pitch_probe.json, a table last
+
+Every kernel is run on a poisoned output and compared bit for bit with PyTorch's before it is
+timed; a case's functions are timed in interleaved rounds (median of 3 do_bench medians each).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from pathlib import Path
+
+from legalsat.terms.movement import SKEW_SECTOR_BYTES
+
+HERE = Path(__file__).resolve().parent.parent / "benchmarks"
+PLANS = HERE / "sector_pitch_probe_plans.json"
+ELEMENT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+# (dtype, source rows, columns, destination pitch): src (rows, columns) row-major, copied to
+# its transpose whose rows are `pitch` elements apart
+CASES = [
+    ("bfloat16", 50257, 4096, 50264),
+    ("bfloat16", 20000, 4096, 20008),
+    ("float16", 30000, 2048, 30008),
+    ("float32", 5001, 4096, 5004),
+    ("float32", 16385, 2048, 16388),
+    ("bfloat16", 50257, 4096, 50304),
+    ("float16", 12345, 2048, 12352),
+]
+
+
+def name(dtype: str, rows: int, cols: int, pitch: int) -> str:
+    return f"transpose {rows}×{cols} {dtype} into a {pitch}-element pitch"
+
+
+def request(dtype: str, rows: int, cols: int, pitch: int) -> dict:
+    return {"op": {"kind": "copy", "src": {"dtype": dtype, "shape": [rows, cols], "strides": [cols, 1]},
+                   "dst": {"dtype": dtype, "shape": [rows, cols], "strides": [1, pitch]}}}
+
+
+def sector_pitch(dtype: str, pitch: int) -> int:
+    """The least pitch at or above `pitch` whose rows start on a sector."""
+    per = SKEW_SECTOR_BYTES // ELEMENT_BYTES[dtype]
+    return -(-pitch // per) * per
+
+
+def plain_response(resp: dict, aligned: dict) -> dict:
+    """`resp` with its staged piece's tile, warps and skew taken from the plan of the same copy
+    into sector-aligned rows (`aligned`): the tile the planner gives rows that need no skew."""
+    out = copy.deepcopy(resp)
+    plan = next(p for p in out["plans"] if p["strategy"] == "staged_smem")
+    piece = plan["pieces"][0]
+    model = next(p for p in aligned["plans"] if p["strategy"] == "staged_smem")["pieces"][0]
+    piece.pop("skewed_stores", None)
+    for key in ("tile", "grid", "num_warps", "store_vector_bytes", "vector_bytes"):
+        piece[key] = model[key]
+    out["plans"] = [plan]
+    return out
+
+
+def plan() -> None:
+    from legalsat.api import optimize
+
+    out = {}
+    for case in CASES:
+        resp = optimize(request(*case))
+        dtype, rows, cols, pitch = case
+        aligned = optimize(request(dtype, rows, cols, sector_pitch(dtype, pitch)))
+        staged = next(p for p in resp["plans"] if p["strategy"] == "staged_smem")
+        out[name(*case)] = {"case": list(case), "planned": {**resp, "plans": [staged]},
+                            "plain": plain_response(resp, aligned)}
+        pc = staged["pieces"][0]
+        print(f"{name(*case):60s} planned {pc['tile']} skewed={bool(pc.get('skewed_stores'))}, "
+              f"plain {out[name(*case)]['plain']['plans'][0]['pieces'][0]['tile']}")
+    PLANS.write_text(json.dumps(out) + "\n")
+    print(f"wrote {PLANS}")
+
+
+def _masked_everywhere(build):
+    """`build` with the plain staged tile emitted as before: every program masked."""
+    import legalsat.kernels.staged as staged
+
+    def patched(*a, **k):
+        ti = real(*a, **k)
+        return dataclasses.replace(ti, interior="(pid < 0)") if ti.masked else ti
+
+    real = staged.tile_index
+    staged.tile_index = patched
+    try:
+        return build()
+    finally:
+        staged.tile_index = real
+
+
+def run() -> None:
+    import torch
+
+    from benchmarks.measure import same_size_copy, timed_against_copy, write_probe
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    rows = []
+    for workload, entry in json.loads(PLANS.read_text()).items():
+        resp = entry["planned"]
+        inp = make_inputs(resp, {"torch_op": "copy"}, "cuda", torch.Generator(device="cuda").manual_seed(1))
+        want = reference(inp)
+        kernels = [("planned", build_kernel(resp, variant="tl"), resp),
+                   ("plain tile", build_kernel(entry["plain"], variant="tl"), entry["plain"]),
+                   ("plain tile, every program masked",
+                    _masked_everywhere(lambda e=entry: build_kernel(e["plain"], variant="tl")), entry["plain"])]
+        names, fns = [], []
+        for label, k, r in kernels:
+            poison(inp)
+            assert same_bits(inp.call(k), want), f"{workload}: {label} differs from PyTorch"
+            pc = r["plans"][0]["pieces"][0]
+            names.append(f"{label} {pc['tile']}{' skewed' if pc.get('skewed_stores') else ''}")
+            fns.append(lambda k=k, inp=inp: inp.call(k))
+        names.append("same-size copy_")
+        fns.append(same_size_copy(resp["plans"][0]["cost"]["bytes_moved"], "cuda"))
+        print(workload, flush=True)
+        rows += [{"workload": workload, **r} for r in timed_against_copy(names, fns)]
+        write_probe("sector_pitch_probe.json", "transposes into rows off a sector, or ragged", rows)
+    print(f"\n{'workload':60s} {'kernel':44s} {'us':>8s} {'of copy':>8s}")
+    for r in rows:
+        print(f"{r['workload']:60s} {r['kernel']:44s} {r['us']:8.1f} {r['copy_ratio']:8.3f}")
+
+
+if __name__ == "__main__":
+    from benchmarks.commands import run_command
+
+    run_command("sector_pitch_probe", {"run": run, "plan": plan})
