@@ -1,6 +1,8 @@
 """Checks of a plan handed back to legalsat (`legalsat emit`, `build_kernel`) that need more than
 its own fields: its TMA descriptors as the driver would judge them, and, where the response's
-term gives the request, that a copy's pieces move the request's elements once each. A plan
+term gives the request, that a copy's pieces move the request's elements once each, a
+gather's move each index's slab once, to its entry, and a tile load's walk reads every tile of
+the request's tensor into its stage once. A plan
 edited after planning fails here with its field named, before any kernel is built or run.
 No torch: the command line runs them too."""
 
@@ -16,14 +18,22 @@ from legalsat.terms.strategy import Strategy
 
 def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None) -> None:
     """InputError naming the first field of `plan` that no plan of the planner's has: a piece
-    moved by another strategy than its plan's (a ragged tail may be direct), a descriptor the
-    driver refuses, or (with the request) a copy between element types or one whose pieces do
-    not cover its views once. `target`: the response's (its descriptors are judged by that
-    target's rules; sm90's for a plan alone)."""
+    moved by another strategy than its plan's (a ragged tail may be direct), a piece that
+    writes one destination element along a whole dim (stride 0), a descriptor the
+    driver refuses, or (with the request) a copy between element types, one whose pieces do
+    not cover its views once, a gather whose pieces do not move each index's slab once to
+    its entry, or a tile load whose walk is not the request's. `target`: the response's (its descriptors are judged by that target's rules;
+    sm90's for a plan alone)."""
+    writes = MovementKind(plan.kind) is not MovementKind.LOAD_TILE  # a tile's stage strides may be 0 (broadcast)
     for i, p in enumerate(plan.pieces):
         if p.strategy not in (plan.strategy, Strategy.DIRECT.value):
             raise plan_error(f"pieces[{i}].strategy", f"a {plan.strategy} plan's piece is moved {p.strategy}; its "
                              f"pieces are {plan.strategy} (a ragged tail direct)")
+        for j, d in enumerate(p.dims):  # checked with or without the request: no destination is written twice
+            if writes and d.extent > 1 and d.dst_stride == 0:
+                raise plan_error(f"pieces[{i}].dims[{j}].dst_stride", f"a destination stride of 0 along a dim of "
+                                 f"{d.extent} writes one element {d.extent} times (racing writes): no plan of the "
+                                 "planner's has one", "send the plan as the planner returned it")
     _check_descriptors(plan, target or "sm90")
     if request_op is not None and MovementKind(plan.kind) is MovementKind.COPY:
         src, dst = request_op.get("src"), request_op.get("dst")
@@ -32,6 +42,10 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
                              "copy keeps its element type (the planner refuses a cast)",
                              "pass the response as the planner returned it")
         _check_covers(plan, request_op)
+    if request_op is not None and MovementKind(plan.kind) is MovementKind.GATHER:
+        _check_slab(plan, request_op)
+    if request_op is not None and MovementKind(plan.kind) is MovementKind.LOAD_TILE:
+        _check_tile_walk(plan, request_op)
 
 
 def _check_descriptors(plan: PlanOut, target_name: str) -> None:
@@ -67,15 +81,11 @@ def _check_descriptors(plan: PlanOut, target_name: str) -> None:
                              f"the driver refuses this descriptor ({bad.id}): {bad.message}")
 
 
-def _check_covers(plan: PlanOut, op: dict) -> None:
-    """The copy plan's pieces move every element of the request's views once, each to its
-    place: the planner's own proof (legalsat.planner.prove), run on the pieces as passed (as
-    many bytes as the views hold is not enough: two pieces over one run left another unwritten)."""
+def _walks(plan: PlanOut, es: int) -> list:
+    """The plan's pieces as the prover's walks (`es`: the request's element bytes)."""
     from legalsat.planner.formulation import Region
-    from legalsat.planner.prove import Walk, prove_copy
+    from legalsat.planner.prove import Walk
 
-    src, dst = op["src"], op["dst"]
-    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
     walks = []
     for i, p in enumerate(plan.pieces):
         if p.element_bytes % es:
@@ -83,6 +93,77 @@ def _check_covers(plan: PlanOut, op: dict) -> None:
                              f"{es}-byte elements of the request", "plan the request again")
         dims = tuple((d.extent, d.src_stride, d.dst_stride) for d in p.dims)
         walks.append(Walk(Region(p.element_bytes, 1, 1, dims, p.src_offset_bytes, p.dst_offset_bytes), linear=1))
+    return walks
+
+
+def _check_slab(plan: PlanOut, op: dict) -> None:
+    """The gather plan's pieces move each index's slab once, each element to its place in the
+    entry's (the planner's own proof, `prove_gather`, run on the pieces as passed: the gather's
+    fields were checked against the request first, `clients.triton._check_gather_request`)."""
+    from legalsat.planner.prove import prove_gather
+
+    src = op["src"]
+    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    unit = op["index"].get("page_size") or 1
+    proof = prove_gather(tuple(src["shape"]), list(src["strides"]), op["axis"], unit, op["index"]["count"], es,
+                         _walks(plan, es))
+    if not proof.ok:
+        raise plan_error("pieces", "the plan's pieces do not move each index's slab once, each element to its place "
+                         f"({'some twice' if not proof.injective else 'some elsewhere or not at all'}): the plan is "
+                         "not the request's", "plan the request again (a plan edited after planning no longer "
+                         "moves its slabs)")
+
+
+def _check_tile_walk(plan: PlanOut, op: dict) -> None:
+    """The tile load's walk reads every tile of the request's tensor once into its stage, each
+    element from its place: the tile, grid and extents are the request's, a TMA plan's
+    descriptor walks the same dims as its piece, and the planner's own proof
+    (`prove_tile_walk`) holds for the walk as passed."""
+    from legalsat.kernels.tile import tile_walk
+    from legalsat.planner.prove import prove_tile_walk
+    from legalsat.terms.descriptor import Swizzle
+    from legalsat.terms.movement import LoadTile, View
+    from legalsat.terms.smem import LayoutDim, StageLayout
+
+    src, tile = op["src"], tuple(op["tile"])
+    shape, strides = tuple(src["shape"]), tuple(src["strides"])
+    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    w = tile_walk(plan)  # the plan's own fields hold together, or the one that does not is named
+    grid = tuple(-(-n // t) for n, t in zip(shape, tile))
+    for field, have, want in (("tile", w.tile, tile), ("tile_load.grid", w.grid, grid),
+                              ("tile_load.extents", w.extents or shape, shape), ("pieces[0].element_bytes", w.word, es)):
+        if tuple(have) != tuple(want) if isinstance(want, tuple) else have != want:
+            raise plan_error(field, f"{field} is {list(have) if isinstance(have, tuple) else have}; the request's "
+                             f"gives {list(want) if isinstance(want, tuple) else want}: the plan is not the request's",
+                             "plan the request again")
+    if w.desc is not None:
+        walked = [(d.extent, d.src_stride) for d in w.dims]
+        described = list(zip(reversed(w.desc.shape), reversed(w.desc.strides)))
+        if described != walked:
+            raise plan_error("descriptors[0]", f"the descriptor walks (extent, stride) {described} (innermost first); "
+                             f"the plan's piece {walked}: the plan is not one the planner made",
+                             "plan the request again")
+    lay = plan.tile_load.layout
+    layout = StageLayout(tuple(LayoutDim(tuple((k, m) for k, m in d.parts), d.box, d.boxes, d.stride, d.box_stride)
+                               for d in lay.dims), lay.element_bytes, Swizzle(lay.swizzle))
+    m = LoadTile(View(ELEMENT_TYPES[src["dtype"]], shape, strides), tile, None)
+    proof = prove_tile_walk(m, [(d.extent, d.src_stride, d.coords) for d in w.dims], w.box, plan.tile_load.boxes,
+                            layout)
+    if not proof.ok:
+        raise plan_error("tile_load", "the plan's walk does not read every tile of the request's tensor once into its "
+                         "stage, each element from its place: the plan is not the request's",
+                         "plan the request again (a plan edited after planning no longer walks its tensor)")
+
+
+def _check_covers(plan: PlanOut, op: dict) -> None:
+    """The copy plan's pieces move every element of the request's views once, each to its
+    place: the planner's own proof (legalsat.planner.prove), run on the pieces as passed (as
+    many bytes as the views hold is not enough: two pieces over one run left another unwritten)."""
+    from legalsat.planner.prove import prove_copy
+
+    src, dst = op["src"], op["dst"]
+    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    walks = _walks(plan, es)
     proof = prove_copy(tuple(src["shape"]), list(src["strides"]), list(dst["strides"]), es, walks)
     if not proof.ok:
         raise plan_error("pieces", "the plan's pieces do not move every element of the request's views once, each "

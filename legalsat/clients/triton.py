@@ -189,14 +189,16 @@ def _within(t: torch.Tensor, bound: int) -> bool:
 
 
 def _check_gather_request(g, op: dict) -> None:
-    """The gather fields of a plan against its request (the response's term): the index
-    bound, the strides of an entry on each side and the output's shape."""
+    """The gather fields of a plan against its request (the response's term): the axis, the
+    positions an index selects, the index bound, a slab's bytes, the strides of an entry on
+    each side and the output's shape."""
     src, axis = op["src"], op["axis"]
     unit = op["index"].get("page_size") or 1
     es = _view_bytes(src)
     out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
     out_strides = contiguous_strides(tuple(out_shape))
-    want = {"index_count": op["index"]["count"], "groups": op["index"].get("groups"),
+    want = {"axis": axis, "unit": unit, "slab_bytes": prod(src["shape"]) // src["shape"][axis] * unit * es,
+            "index_count": op["index"]["count"], "groups": op["index"].get("groups"),
             "index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
             "out_index_stride_bytes": out_strides[axis] * unit * es, "out_shape": out_shape}
     for name, value in want.items():

@@ -80,6 +80,54 @@ def test_a_gather_routing_to_more_groups_than_a_client_keeps():
     assert e.value.details[0].field == "op.index.groups"
 
 
+PAGED = {"kind": "gather", "src": {"dtype": "bfloat16", "shape": [64, 16, 8, 32], "strides": [4096, 256, 32, 1]},
+         "axis": 0, "index": {"count": 20, "distribution": "paged", "page_size": 16}}
+MOE = {"kind": "gather", "src": {"dtype": "bfloat16", "shape": [256, 128], "strides": [128, 1]}, "axis": 0,
+       "index": {"count": 512, "groups": 8}}
+
+
+def _halve_extent(piece: dict) -> None:
+    piece["dims"][0]["extent"] //= 2
+
+
+def _zero_dst_stride(piece: dict) -> None:
+    piece["dims"][-1]["dst_stride"] = 0
+
+
+def _drop_dim(piece: dict) -> None:
+    piece["dims"].pop(0)
+
+
+@pytest.mark.parametrize("op", [GATHER, PAGED, MOE], ids=["rows", "paged", "moe"])
+@pytest.mark.parametrize("edit", [_halve_extent, _zero_dst_stride, _drop_dim])
+def test_gather_slab_pieces_that_are_not_the_requests(op, edit):
+    """A gather's slab piece edited (half its extent, a destination stride of 0, a dim
+    dropped): each built, and its kernel left half of every entry unwritten or wrote one
+    place twice, in Triton's interpreter. Every plan of each response is tried."""
+    resp = _response(op, 8)
+    for i in range(len(resp["plans"])):
+        bad = copy.deepcopy(resp)
+        piece = bad["plans"][i]["pieces"][0]
+        if len(piece["dims"]) < (2 if edit is _drop_dim else 1):
+            continue
+        edit(piece)
+        if piece["dims"] == resp["plans"][i]["pieces"][0]["dims"]:
+            continue  # the edit changed nothing here (a stride already 0)
+        from legalsat.clients.triton import build_kernel
+
+        with pytest.raises(InputError) as e:
+            build_kernel(bad, plan_index=i, variant="tl")
+        assert e.value.details[0].code.value[0] == "invalid_plan", e.value.details[0]
+        assert "pieces" in (e.value.details[0].field or ""), e.value.details[0]
+
+
+@pytest.mark.parametrize("name,value", [("slab_bytes", 64), ("unit", 2), ("axis", 1)])
+def test_gather_fields_that_are_not_the_requests(name, value):
+    resp = _response(GATHER)
+    resp["plans"][0]["gather"][name] = value
+    _refused(resp, f"gather.{name}")
+
+
 TILE = {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [40, 72], "strides": [72, 1]},
         "tile": [16, 32], "consumer": "rows"}
 
@@ -107,6 +155,56 @@ def test_a_tile_descriptor_that_reaches_past_the_source():
     _refused(resp["plans"][0], "descriptors[0].global_strides")
 
 
+TILE_4D = {"kind": "load_tile", "src": {"dtype": "float32", "shape": [3, 20, 24, 40], "strides": [19200, 960, 40, 1]},
+           "tile": [1, 4, 8, 32], "consumer": "cols"}
+
+
+def _descriptor_dim(plan: dict) -> None:
+    plan["descriptors"][0]["global_dim"][1] -= 10
+
+
+def _descriptor_stride(plan: dict) -> None:
+    plan["descriptors"][0]["global_strides"][0] += 16
+
+
+def _coords(plan: dict) -> None:
+    plan["tile_load"]["coords"][-1][0][1] *= 2
+
+
+def _grid(plan: dict) -> None:
+    plan["tile_load"]["grid"][0] += 1
+
+
+def _piece_extent(plan: dict) -> None:
+    plan["pieces"][0]["dims"][-1]["extent"] -= 1
+
+
+def _piece_stride(plan: dict) -> None:
+    plan["pieces"][0]["dims"][0]["src_stride"] += 1
+
+
+@pytest.mark.parametrize("op", [TILE, TILE_4D], ids=["2d", "4d"])
+@pytest.mark.parametrize("edit", [_descriptor_dim, _descriptor_stride, _coords, _grid, _piece_extent, _piece_stride])
+def test_a_tile_walk_that_is_not_the_requests(op, edit):
+    """A tile load's walk edited (the descriptor's extent or stride, a coordinate multiplier,
+    the grid, the piece's extent or stride): each built, and its kernel read rows past the
+    edit as zero or tiles from the wrong place, in Triton's interpreter."""
+    resp = _response(op, 8)
+    tried = 0
+    for i, plan in enumerate(resp["plans"]):
+        if edit in (_descriptor_dim, _descriptor_stride) and not plan.get("descriptors"):
+            continue
+        bad = copy.deepcopy(resp)
+        edit(bad["plans"][i])
+        from legalsat.clients.triton import build_kernel
+
+        with pytest.raises(InputError) as e:
+            build_kernel(bad, plan_index=i, variant="tl")
+        assert e.value.details[0].code.value[0] == "invalid_plan", e.value.details[0]
+        tried += 1
+    assert tried
+
+
 RAGGED = {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [50, 4097], "strides": [4097, 1]},
           "dst": {"dtype": "bfloat16", "shape": [50, 4097], "strides": [4097, 1]}}
 
@@ -118,6 +216,17 @@ def test_copy_pieces_that_move_the_right_bytes_but_not_every_element():
     tail = plan["pieces"][-1]
     tail["src_offset_bytes"] = tail["dst_offset_bytes"] = 0  # over the core's first words: the last ones unwritten
     _refused(resp, "pieces")
+
+
+@pytest.mark.parametrize("strategy", ["staged_smem", "direct"])
+def test_a_plan_alone_whose_piece_writes_one_element_along_a_dim(strategy):
+    """A destination stride of 0 in a plan passed alone: the staged kernel failed inside Triton
+    (a pointer of the wrong shape), the direct one raced its writes, silently."""
+    resp = _response({"kind": "copy", "src": {"dtype": "float32", "shape": [64, 96], "strides": [96, 1]},
+                      "dst": {"dtype": "float32", "shape": [64, 96], "strides": [1, 64]}}, 8)
+    plan = next(p for p in resp["plans"] if p["strategy"] == strategy)
+    plan["pieces"][0]["dims"][0]["dst_stride"] = 0
+    _refused(plan, "pieces[0].dims[0].dst_stride")
 
 
 def test_a_term_that_casts_and_a_piece_of_another_strategy():
@@ -156,7 +265,7 @@ def test_every_plan_the_planner_returns_passes_the_checks(target):
     descriptors judged by the response's own target's rules."""
     from legalsat.clients.triton import build_kernel
 
-    for op in (GATHER, TILE, RAGGED, {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 4096],
+    for op in (GATHER, PAGED, MOE, TILE, TILE_4D, RAGGED, {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [64, 4096],
                                                                "strides": [4096, 1]},
                                       "dst": {"dtype": "bfloat16", "shape": [64, 4096], "strides": [1, 64]}}):
         resp = optimize({"target": target, "op": op, "options": {"max_plans": 8}})
