@@ -20,6 +20,7 @@ from legalsat.analyses.smem_layout import analyze_tile_access
 from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.diagnostics import Code
 from legalsat.planner import stages
+from legalsat.planner.budget import DEADLINE_CAP, BudgetCap
 from legalsat.planner.optimize import PLANNER_VERSION
 from legalsat.planner.optimize import optimize as plan
 from legalsat.planner.solve import Infeasible
@@ -38,17 +39,18 @@ __all__ = ["PLANNER_VERSION", "analyze_bank_conflicts", "dump_stages", "optimize
            "validate_descriptor", "verify_pipeline"]
 
 
-def optimize_response(request: object, *, max_timeout_ms: int | None = None,
-                      max_node_limit: int | None = None) -> OptimizeResponse:
+def optimize_response(request: object, *, max_timeout_ms: int | None = None, max_node_limit: int | None = None,
+                      timeout_cap: BudgetCap = DEADLINE_CAP) -> OptimizeResponse:
     """Plans, best first, for one request (see legalsat.schemas.optimize for the request).
-    A caller's caps bound the request's `timeout_ms` and `node_limit` (PlanRequest.within)."""
+    A caller's caps bound the request's `timeout_ms` and `node_limit` (PlanRequest.within);
+    `timeout_cap` is what messages name when `max_timeout_ms` set the budget."""
     start = time.perf_counter()
-    req = parse_request(request).within(max_timeout_ms, max_node_limit)
+    req = parse_request(request).within(max_timeout_ms, max_node_limit, timeout_cap)
     parse_ms = (time.perf_counter() - start) * 1000
     return response_out(plan(req), parse_ms)
 
 
-def optimize(request: object, **caps: int | None) -> dict:
+def optimize(request: object, **caps) -> dict:
     """`optimize_response` as the JSON-shaped dict the routes and commands answer."""
     return optimize_response(request, **caps).model_dump(mode="json", by_alias=True, exclude_unset=True)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from legalsat.diagnostics import Diagnostic
+from legalsat.planner.budget import DEADLINE_CAP, BudgetCap
 from legalsat.targets import Target
 from legalsat.terms.movement import Movement
 
@@ -27,8 +28,8 @@ class PlanOptions:
     smem_bytes: int | None = None
     explain: bool = False
     keep_egraph: bool = False
-    # the name of a caller's cap that set timeout_ms below the request's own (None: the request's)
-    timeout_capped_by: str | None = None
+    # the caller's cap that set timeout_ms below the request's own (None: the request's)
+    timeout_capped_by: BudgetCap | None = None
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class PlanRequest:
     warnings: tuple[Diagnostic, ...] = ()  # valid input that is likely not what was meant
 
     def within(self, max_timeout_ms: int | None = None, max_node_limit: int | None = None,
-               timeout_cap: str = "LEGALSAT_DEADLINE_MS") -> PlanRequest:
+               timeout_cap: BudgetCap = DEADLINE_CAP) -> PlanRequest:
         """This request with its budget and node limit capped (a server's deadline, what a
         worker's memory holds); the caps a caller sets, applied to the validated options.
         A budget the cap lowered is reported as `timeout_cap`'s, not the request's."""

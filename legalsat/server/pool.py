@@ -75,6 +75,7 @@ class _Job:
     deadline: float  # time.monotonic()
     grace: float = 0.0  # seconds of the deadline past the job's own time budget
     future: Future = field(default_factory=Future)
+    created: float = field(default_factory=time.monotonic)
     # queued behind other jobs (none waiting and a worker free when it came: it waits only for the
     # hand-off to that worker's thread, and a budget shorter than that, timeout_ms 1, still plans,
     # with 1 ms, instead of a 504 that blames a busy service)
@@ -187,10 +188,11 @@ class _Slot:
         if left <= 0 and (remaining <= 0 or job.behind):
             job.future.set_exception(DeadlineExceeded(waited=True))  # all of its time went waiting
             return
-        budget_ms = max(1, int(left * 1000))
+        budget_ms = max(1, round(left * 1000))
         self.busy_since = time.monotonic()
+        waited_ms = round((self.busy_since - job.created) * 1000)  # what the budget lost to the queue
         try:
-            self.conn.send((job.kind, job.payload, budget_ms))
+            self.conn.send((job.kind, job.payload, budget_ms, waited_ms))
             if self.conn.poll(remaining):
                 answer = self.conn.recv()
                 job.future.set_result(answer)
@@ -284,6 +286,11 @@ class WorkerPool:
     def busy(self) -> int:
         """Workers holding a job now."""
         return sum(1 for s in self.slots if s.busy_since is not None)
+
+    @property
+    def capacity(self) -> int:
+        """Jobs the pool holds at most at once: a place in the queue or a worker each."""
+        return self.jobs.maxsize + self.size
 
     @property
     def capacity_left(self) -> int:

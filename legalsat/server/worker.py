@@ -34,12 +34,15 @@ WARM_UP = {"op": {"kind": "copy",
                   "dst": {"dtype": "bfloat16", "shape": [64, 96], "strides": [1, 64]}}}
 
 
-def _optimize(payload: dict, budget_ms: int | None = None) -> Answer:
+def _optimize(payload: dict, budget_ms: int | None = None, waited_ms: int = 0) -> Answer:
     from legalsat.api import optimize  # egglog loads after `prepare` set its threads
+    from legalsat.planner.budget import DEADLINE_CAP, queue_cap
 
     # what is left of the server's deadline when the job starts (the pool's budget) and what
-    # this worker's memory holds cap the request's own limits
-    out = optimize(payload, max_timeout_ms=budget_ms, max_node_limit=_NODE_CAP)
+    # this worker's memory holds cap the request's own limits; a budget the queue shortened
+    # says so (LEGALSAT_DEADLINE_MS was not what ran out)
+    out = optimize(payload, max_timeout_ms=budget_ms, max_node_limit=_NODE_CAP,
+                   timeout_cap=queue_cap(waited_ms) if waited_ms > 0 else DEADLINE_CAP)
     snapshot = out["egraph"].pop("snapshot", None)
     if snapshot is not None and _EGRAPH_MAX_BYTES is not None and len(snapshot) > _EGRAPH_MAX_BYTES:
         # what the service would keep (and rebuild on every view) grows with it: not sent, said so
@@ -94,12 +97,13 @@ JOBS: dict[str, Callable[[dict, int | None], Answer]] = {"optimize": _optimize, 
                                                          "egraph_page": _egraph_page}
 
 
-def run_job(kind: str, payload: dict, budget_ms: int | None = None) -> Answer:
-    """One job -> its answer, planned within `budget_ms` when given. Invalid input is a 422
+def run_job(kind: str, payload: dict, budget_ms: int | None = None, waited_ms: int = 0) -> Answer:
+    """One job -> its answer, planned within `budget_ms` when given (`waited_ms` of its time
+    spent in the queue: a planning job's messages say so). Invalid input is a 422
     answer; anything else that goes wrong is a 500 answer carrying the exception (a bug in
     legalsat), never a dead worker."""
     try:
-        return JOBS[kind](payload, budget_ms)
+        return JOBS[kind](payload, budget_ms, waited_ms) if kind == "optimize" else JOBS[kind](payload, budget_ms)
     except InputError as e:
         return 422, compact_json(e.to_dict()), {}
     except MemoryError:

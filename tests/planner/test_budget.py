@@ -68,7 +68,7 @@ def test_a_budget_the_service_capped_names_the_cap_not_the_request():
     req = parse_request({**RANK8, "options": {"timeout_ms": 20_000, "max_plans": 5}})
     assert req.within(30_000).options.timeout_capped_by is None
     capped = req.within(1)
-    assert capped.options.timeout_capped_by == "LEGALSAT_DEADLINE_MS"
+    assert capped.options.timeout_capped_by is budget.DEADLINE_CAP
     out = optimize({**RANK8, "options": {"timeout_ms": 20_000, "max_plans": 5}}, max_timeout_ms=1)
     reasons = [r for x in out["rejected"] for r in x["reasons"] if r["rule"] in ("planning_deadline", "not_reached")]
     assert reasons

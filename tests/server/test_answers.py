@@ -1,7 +1,8 @@
 """Every answer is right or a named error: every target plans every movement kind (or says
 why not), a cache hit is validated like a miss, fields are the request's own paths, the
 OpenAPI document states the enforced limits, strides that look like bytes get a warning,
-options.smem_bytes binds every strategy, and every legalsat exception survives pickling."""
+options.smem_bytes binds every strategy, every legalsat exception survives pickling, and a
+budget the queue shortened is said as the wait."""
 
 from __future__ import annotations
 
@@ -16,6 +17,27 @@ from .conftest import SMALL
 GATHER = {"op": {"kind": "gather", "src": view("bfloat16", [1000, 64]), "axis": 0,
                  "index": {"count": 300, "distribution": "clustered", "groups": 8}}}
 TILE = {"op": {"kind": "load_tile", "src": view("bfloat16", [256, 256]), "tile": [64, 64], "consumer": "rows"}}
+
+
+# a rank-8 permute: more than 3 ms of planning
+_SHAPE, _PERM = [3, 5, 2, 7, 4, 3, 2, 6], [7, 2, 5, 0, 3, 6, 1, 4]
+_RANK8 = {"op": {"kind": "copy", "src": view("float32", _SHAPE), "dst": permuted("float32", _SHAPE, _PERM)}}
+
+
+def test_a_budget_the_queue_shortened_names_the_wait_not_the_deadline():
+    """A job that waited 1997 ms of its 2000 for a worker was told "the LEGALSAT_DEADLINE_MS cap
+    (3 ms, below the request's timeout_ms)" with a 30-second deadline, and to raise it."""
+    import json
+
+    from legalsat.server.worker import _optimize
+
+    _, body, _ = _optimize({**_RANK8, "options": {"timeout_ms": 2000, "max_plans": 5}}, budget_ms=3, waited_ms=1997)
+    out = json.loads(body)
+    reasons = [r for x in out["rejected"] for r in x["reasons"] if r["rule"] in ("planning_deadline", "not_reached")]
+    assert any("1997 ms it waited for a worker" in r["message"] for r in reasons), reasons
+    for r in reasons:
+        assert "LEGALSAT_DEADLINE_MS cap" not in r["message"]
+        assert "less busy" in r["fix"] and "raise it where the service runs" not in r["fix"]
 
 
 @pytest.mark.parametrize("target", ["sm90", "sm100", "gfx942"])

@@ -205,6 +205,13 @@ def test_http_limits_hold_and_refusals_keep_the_error_shape():
         assert r.status_code == 400 and r.json()["error"]["code"] == "bad_host"
         assert '"evil.example"' in r.json()["error"]["message"]  # the host it compared, said
         assert c.post("/v1/optimize", json=SMALL, headers={"host": "legalsat.local"}).status_code == 200
+        body = json.dumps(SMALL).encode()
+        for hosts in (b"Host: legalsat.local\r\nHost: evil.example", b"Host: evil.example\r\nHost: legalsat.local"):
+            # the allow-list read the first alone
+            dup = _raw(srv.url, b"POST /v1/optimize HTTP/1.1\r\n" + hosts + b"\r\nConnection: close\r\n"
+                       b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
+                       + b"\r\n\r\n" + body)
+            assert dup.startswith(b"HTTP/1.1 400") and b"more than one Host" in dup, dup[:300]
         r = c.post("/v1/optimize/", json=SMALL, headers={"host": "legalsat.local"})
         assert r.status_code == 404 and "location" not in r.headers  # no redirect naming the Host
         # behind the host check the metrics still see each request's route

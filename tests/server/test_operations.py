@@ -82,6 +82,18 @@ def test_full_queue_is_429_and_queued_jobs_time_out_at_their_deadline():
         assert c.get("/healthz").status_code == 200
 
 
+def test_a_batch_larger_than_the_pool_holds_is_422_not_a_retry():
+    """1 worker and 2 queue places: a batch of 4 was answered 429 queue_full (retry) on an idle
+    server, every time."""
+    with LiveServer(workers=1, queue_size=2, cache_path="", log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=60) as c:
+        batch = [{**SMALL, "request_id": f"b{i}"} for i in range(4)]
+        e = error(c.post("/v1/optimize/batch", json=batch), 422, "invalid_input")
+        assert "at most 3 at once" in e["message"] and "batches of at most 3" in e["fix"]
+        r = c.post("/v1/optimize/batch", json=batch[:3])
+        assert r.status_code == 200 and len(r.json()) == 3
+
+
 def test_killed_worker_fails_its_request_cleanly_then_serving_resumes():
     with LiveServer(workers=1, cache_path="", log_level="warning") as srv, \
             httpx.Client(base_url=srv.url, timeout=60) as c:
