@@ -103,7 +103,8 @@ def test_the_gpu_plan_check_recorded_plans_run_on_misaligned_tensors_exact_or_re
 def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
     """benchmarks/gpu_plan_check_wide.json (the views past 2^31 words with six of the corpora,
     every plan built through the client's plan checks) and gpu_plan_check_recheck.json (the
-    first corpus planned again), as RESULTS.md states them."""
+    first corpus planned again), and both again for planner/22 (`_h200`), as RESULTS.md
+    states them."""
     import json
     from pathlib import Path
 
@@ -113,10 +114,13 @@ def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
         return sum(len((root / f"gpu_plan_check{'_' + n if n else ''}_requests.jsonl").read_text().splitlines())
                    for n in names)
 
-    wide = json.loads((root / "gpu_plan_check_wide.json").read_text())
-    assert wide["requests"] == corpus("small", "onebox", "dtypes", "gathers", "budget", "interleave_short", "wide")
-    recheck = json.loads((root / "gpu_plan_check_recheck.json").read_text())
-    assert recheck["requests"] == corpus(None) == 390
-    for run, runs in ((wide, 167), (recheck, 1176)):
+    records = []
+    for suffix in ("", "_h200"):  # the H100 runs, and planner/22's (staged tiles unmasked inside) on an H200
+        wide = json.loads((root / f"gpu_plan_check_wide{suffix}.json").read_text())
+        assert wide["requests"] == corpus("small", "onebox", "dtypes", "gathers", "budget", "interleave_short", "wide")
+        recheck = json.loads((root / f"gpu_plan_check_recheck{suffix}.json").read_text())
+        assert recheck["requests"] == corpus(None) == 390
+        records += [(wide, 167), (recheck, 1176)]
+    for run, runs in records:
         assert not run["faults"] and not run["differing"] and not run["misaligned"]
         assert all(key.endswith(" exact") for key in run["counts"]) and sum(run["counts"].values()) == runs
