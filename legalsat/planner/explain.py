@@ -129,6 +129,10 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
         else:
             facts.append(f"{loads}-byte loads, {stores}-byte stores (the target's table: {loads}-byte accesses run "
                          f"at {_width_eff(req, loads) / 10:.0f}% of copy bandwidth)")
+        if core.skewed_stores:
+            facts.append("the destination rows start off a 32-byte sector and the destination exceeds L2: each "
+                         "row's segment is stored from a sector of its own (the tile loads a sector's worth of extra "
+                         "source rows and shifts each column by its row's offset), so no sector is written in part")
         if core.dims:
             src_run, dst_run = _runs(core, p.gather)
             inner = core.dims[-1]  # a direct piece walks its dims in order, the last innermost

@@ -256,3 +256,12 @@ def test_a_stage_count_the_budget_bounds_is_blamed_on_the_budget():
     assert tma["num_stages"] == 2 and smem["store_buffer_bytes"] == 2 * smem["bytes_per_stage"]
     line = next(x for x in tma["explain"] if x.startswith("limit: stages"))
     assert "shared-memory budget" in line and "depth cap" not in line, line
+
+
+@pytest.mark.parametrize("pitch,skewed", [(50264, True), (50304, False)])
+def test_a_skewed_tile_says_why_its_sectors_are_whole(pitch, skewed):
+    """Rows on 16 bytes but off a sector, larger than L2: the plan's `skewed_stores` is said."""
+    op = {"kind": "copy", "src": {"dtype": "bfloat16", "shape": [50257, 4096], "strides": [4096, 1]},
+          "dst": {"dtype": "bfloat16", "shape": [50257, 4096], "strides": [1, pitch]}}
+    staged = _plan(optimize({"op": op, "options": {"explain": True}}), "staged_smem")
+    assert any("a sector of its own" in line for line in staged["explain"]) == skewed
