@@ -12,7 +12,7 @@ from legalsat.diagnostics import InputError
 from legalsat.kernels.words import plan_error
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.dtypes import ELEMENT_TYPES
-from legalsat.terms.movement import MovementKind
+from legalsat.terms.movement import MovementKind, contiguous_strides
 from legalsat.terms.strategy import Strategy
 
 
@@ -24,6 +24,8 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
     not cover its views once, a gather whose pieces do not move each index's slab once to
     its entry, or a tile load whose walk is not the request's. `target`: the response's (its descriptors are judged by that target's rules;
     sm90's for a plan alone)."""
+    if request_op is not None:
+        check_term(request_op)
     writes = MovementKind(plan.kind) is not MovementKind.LOAD_TILE  # a tile's stage strides may be 0 (broadcast)
     for i, p in enumerate(plan.pieces):
         if p.strategy not in (plan.strategy, Strategy.DIRECT.value):
@@ -43,9 +45,48 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
                              "pass the response as the planner returned it")
         _check_covers(plan, request_op)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.GATHER:
+        if plan.gather is None:
+            raise plan_error("gather", "the gather plan has no gather fields", "plan the request again")
+        check_gather_request(plan.gather, request_op)
         _check_slab(plan, request_op)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.LOAD_TILE:
         _check_tile_walk(plan, request_op)
+
+
+def check_term(op: dict) -> None:
+    """The request a response's term gives, as the planner validates requests: a term edited
+    to an extent or tile of 0, or an axis the source does not have, is named here rather than
+    failing in the arithmetic of the checks that read it."""
+    from legalsat.schemas.optimize import parse_request
+
+    try:
+        parse_request({"op": op})
+    except InputError as e:
+        raise plan_error("term", f"the response's term is no valid request: {e.headline.field}: "
+                         f"{e.headline.message}", "pass the response as the planner returned it") from None
+
+
+def check_gather_request(g, op: dict) -> None:
+    """The gather fields of a plan against its request (the response's term, `check_term`ed):
+    the axis, the positions an index selects, the index bound, a slab's bytes, the strides of an
+    entry on each side and the output's shape."""
+    src, axis = op["src"], op["axis"]
+    unit = op["index"].get("page_size") or 1
+    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
+    out_strides = contiguous_strides(tuple(out_shape))
+    slab = 1
+    for k, n in enumerate(src["shape"]):
+        slab *= unit if k == axis else n
+    want = {"axis": axis, "unit": unit, "slab_bytes": slab * es,
+            "index_count": op["index"]["count"], "groups": op["index"].get("groups"),
+            "index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
+            "out_index_stride_bytes": out_strides[axis] * unit * es, "out_shape": out_shape}
+    for name, value in want.items():
+        have = getattr(g, name)
+        if (list(have) if isinstance(have, (list, tuple)) else have) != value:
+            raise plan_error(f"gather.{name}", f"gather.{name} is {have}; the request's gives {value}: the plan is "
+                             "not the request's", "plan the request again")
 
 
 def _check_descriptors(plan: PlanOut, target_name: str) -> None:
@@ -99,7 +140,7 @@ def _walks(plan: PlanOut, es: int) -> list:
 def _check_slab(plan: PlanOut, op: dict) -> None:
     """The gather plan's pieces move each index's slab once, each element to its place in the
     entry's (the planner's own proof, `prove_gather`, run on the pieces as passed: the gather's
-    fields were checked against the request first, `clients.triton._check_gather_request`)."""
+    fields were checked against the request first, `check_gather_request`)."""
     from legalsat.planner.prove import prove_gather
 
     src = op["src"]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from legalsat.clients.plan_checks import check_plan
+from legalsat.clients.plan_checks import check_gather_request, check_plan, check_term
 from legalsat.diagnostics import Code, InputError
 from legalsat.kernels import default_variant, emit, fields_as_passed, response_target, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
@@ -36,7 +36,7 @@ from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
-from legalsat.terms.movement import MovementKind, contiguous_strides, relaid_out
+from legalsat.terms.movement import MovementKind, relaid_out
 
 INDEX_DTYPES = (torch.int32, torch.int64)
 # integers of each word width: data moved (or compared) as these is bit-exact whatever its dtype
@@ -188,26 +188,6 @@ def _within(t: torch.Tensor, bound: int) -> bool:
     return int(lo) >= 0 and int(hi) < bound
 
 
-def _check_gather_request(g, op: dict) -> None:
-    """The gather fields of a plan against its request (the response's term): the axis, the
-    positions an index selects, the index bound, a slab's bytes, the strides of an entry on
-    each side and the output's shape."""
-    src, axis = op["src"], op["axis"]
-    unit = op["index"].get("page_size") or 1
-    es = _view_bytes(src)
-    out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
-    out_strides = contiguous_strides(tuple(out_shape))
-    want = {"axis": axis, "unit": unit, "slab_bytes": prod(src["shape"]) // src["shape"][axis] * unit * es,
-            "index_count": op["index"]["count"], "groups": op["index"].get("groups"),
-            "index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
-            "out_index_stride_bytes": out_strides[axis] * unit * es, "out_shape": out_shape}
-    for name, value in want.items():
-        have = getattr(g, name)
-        if (list(have) if isinstance(have, (list, tuple)) else have) != value:
-            raise plan_error(f"gather.{name}", f"gather.{name} is {have}; the request's gives {value}: the plan is "
-                             "not the request's", "plan the request again")
-
-
 def _descriptor_reach(emitted: Emitted) -> dict[str, int]:
     """Bytes past each side's first element that the emitted descriptors address (a TMA
     load or store stays inside its descriptor's extents), and Triton's own constraint on
@@ -259,6 +239,8 @@ class Kernel:
         self.strategy = emitted.strategy
         self.variant = emitted.variant
         self.request_op = request_op
+        if request_op is not None:  # the term itself first: every check below reads its extents
+            check_term(request_op)
         # key -> (base pointer, descriptor, the tensor weakly): see _cached_desc
         self._descs: dict[object, tuple[int, object, weakref.ref]] = {}
         # (argument, word) -> (the tensor, weakly; its data pointer and storage bytes; its word
@@ -274,7 +256,7 @@ class Kernel:
         g = plan.gather
         if g is not None:  # a slab per index entry: the farthest entry's slab on each side
             if request_op is not None:  # the request's own fields first: they say which one is wrong
-                _check_gather_request(g, request_op)
+                check_gather_request(g, request_op)
             self._reach["src"] += (g.index_bound - 1) * g.src_index_stride_bytes
             self._reach["dst"] += max(g.index_count - 1, 0) * g.out_index_stride_bytes
             # out's bytes: its shape's (the request's element) where the request is known, else

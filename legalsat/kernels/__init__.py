@@ -184,7 +184,8 @@ def piece_forms(plan: PlanOut | dict) -> list[str | None]:
     """Per piece, the tile a staged piece runs ("skewed" or "plain", `staged.staged_form`);
     None for the other strategies: what tells two kernels of one tile apart."""
     plan = validate_plan(plan)
-    return [staged_form(word_piece(p, f"pieces[{i}]"), p) if p.strategy == Strategy.STAGED_SMEM else None
+    return [staged_form(word_piece(p, f"pieces[{i}]"), p, f"pieces[{i}]") if p.strategy == Strategy.STAGED_SMEM
+            else None
             for i, p in enumerate(plan.pieces)]
 
 

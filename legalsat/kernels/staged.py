@@ -143,7 +143,7 @@ def emit_staged(pieces: list[tuple[int, WordPiece, PieceOut]]) -> tuple[list[str
     its piece says `direct`, and the caller emits it so)."""
     texts, launches = [], []
     for i, p, raw in pieces:  # (tiles are powers of two: emit's _check_blocks)
-        if staged_form(p, raw, f"plan.pieces[{i}]") == "skewed":
+        if staged_form(p, raw, f"pieces[{i}]") == "skewed":
             text, grid = skewed_copy_kernel(f"staged_copy_{i}", p, p.tile)
         else:
             vectors = max(raw.vector_bytes, raw.store_vector_bytes or 0) > p.word

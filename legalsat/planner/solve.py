@@ -20,7 +20,7 @@ from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import budget_fix, solver_ms
 from legalsat.planner.formulation import Region
 from legalsat.terms.integers import cdiv, floor_log2, pow2_at_least, pow2_at_most
-from legalsat.terms.movement import misaligned_pitch, sector_misaligned_pitch
+from legalsat.terms.movement import misaligned_pitch, sector_misaligned_pitch, sector_skewable
 from legalsat.terms.smem import tma_pipeline_bytes
 
 MAX_LOG = 20
@@ -348,7 +348,7 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
         else floor_log2(max_tile_bytes)
     run = _fitting_run(floor_log2(min_run_bytes) - lb, cap, lb)
     unaligned_dst = misaligned_pitch(p.dims[a][2], p.eb)
-    skewed_dst = skew and sector_misaligned_pitch(p.dims[a][2], p.eb)
+    skewed_dst = _skews(p, a, b, skew)
     if small:
         small_dim = ea if na <= nb else eb_
         fp.require("small_side_whole", small_dim == min(cap_a, cap_b),
@@ -377,6 +377,24 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
     # scalar stores: 4 warps per tile measured fastest (more programs per SM in flight)
     return TileFields(a, b, ta, tb, 4 if (unaligned_dst or skewed_dst) and not small
                       else transpose_warps(ta * tb * p.eb))
+
+
+def _skews(p: Region, a: int, b: int, skew: bool) -> bool:
+    """Whether the tile takes the sector-skewed shape (legalsat.kernels.staged), where the
+    destination exceeds L2 (`skew`): rows off 16 bytes always; rows on 16 bytes but off a
+    sector where that shape is skewed (`legalsat.planner.build.copy` and the kernels skew only
+    elements of at most 8 bytes whose 128-byte destination run is shorter than its dim and whose
+    source runs fill a sector, `sector_skewable`); other rows off a sector keep the tile of
+    sector-aligned ones."""
+    pitch = p.dims[a][2]
+    if not skew or not sector_misaligned_pitch(pitch, p.eb):
+        return False
+    if misaligned_pitch(pitch, p.eb):
+        return True
+    na, nb = p.dims[a][0], p.dims[b][0]
+    tile_a = min(256 // p.eb, 1 << (floor_log2(na - 1) + 1 if na > 1 else 0)) if p.eb <= 8 else 0
+    tile_b = min(128 // p.eb, 1 << (floor_log2(nb - 1) + 1 if nb > 1 else 0)) if p.eb <= 8 else 0
+    return p.eb <= 8 and sector_skewable(tile_b * p.eb, nb, tile_b, tile_a * p.eb)
 
 
 def _fitting_run(run_log2: int, budget_log2: int, eb_log2: int) -> int:
@@ -412,7 +430,7 @@ def _transpose_tile_closed(p: Region, a: int, b: int, max_tile_bytes: int, min_r
         else floor_log2(max_tile_bytes)
     run = _fitting_run(floor_log2(min_run_bytes) - lb, budget, lb)
     unaligned_dst = misaligned_pitch(p.dims[a][2], p.eb)
-    skewed_dst = skew and sector_misaligned_pitch(p.dims[a][2], p.eb)
+    skewed_dst = _skews(p, a, b, skew)
     best: tuple | None = None
     for ea in range(min(10, cap_a) + 1):
         for eb_ in range(min(10, cap_b) + 1):

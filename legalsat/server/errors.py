@@ -113,8 +113,8 @@ def shutting_down() -> ApiError:
 class HostAllowList:
     """Starlette's TrustedHostMiddleware (LEGALSAT_ALLOWED_HOSTS, checked when the app is
     built), refusing in the service's error shape: 400 `bad_host`; so is a request with more
-    than one Host header (RFC 9112 3.2: the checker reads the first, a proxy may route by
-    another)."""
+    than one Host header, whatever the allow-list (RFC 9112 3.2: the checker reads the first, a
+    proxy may route by another)."""
 
     def __init__(self, app, allowed_hosts: list[str]):
         self.app, self.open = app, "*" in allowed_hosts
@@ -124,11 +124,13 @@ class HostAllowList:
         await self.app(scope, receive, scope["legalsat.send"])
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or self.open:
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        if sum(1 for k, _ in scope["headers"] if k == b"host") > 1:
+        if sum(1 for k, _ in scope["headers"] if k == b"host") > 1:  # whatever the allow-list
             err = Code.BAD_HOST.at("the request has more than one Host header; a request names one host")
             return await error_json(400, {"error": err.to_error()})(scope, receive, send)
+        if self.open:
+            return await self.app(scope, receive, send)
 
         async def refused(message):  # only the checker's own refusal is sent through here
             if message["type"] == "http.response.start":

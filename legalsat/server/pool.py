@@ -190,7 +190,8 @@ class _Slot:
             return
         budget_ms = max(1, round(left * 1000))
         self.busy_since = time.monotonic()
-        waited_ms = round((self.busy_since - job.created) * 1000)  # what the budget lost to the queue
+        # what the budget lost to the queue (a job that found a worker free lost only its hand-off)
+        waited_ms = round((self.busy_since - job.created) * 1000) if job.behind else 0
         try:
             self.conn.send((job.kind, job.payload, budget_ms, waited_ms))
             if self.conn.poll(remaining):

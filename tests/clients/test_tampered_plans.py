@@ -241,6 +241,33 @@ def test_a_term_that_casts_and_a_piece_of_another_strategy():
     _refused(other, "pieces[0].strategy")
 
 
+@pytest.mark.parametrize("op,edit", [
+    (TILE, ("(16 32) rows", "(16 0) rows")),  # a tile extent of 0: ZeroDivisionError in the checks
+    (GATHER, ("(1000 64)", "(1000 0)")),  # an extent of 0
+    (GATHER, (") 0 (index", ") 2 (index")),  # an axis the source does not have: IndexError
+])
+def test_a_term_that_is_no_valid_request(op, edit):
+    resp = _response(op)
+    assert edit[0] in resp["term"], resp["term"]
+    resp["term"] = resp["term"].replace(edit[0], edit[1])
+    _refused(resp, "term")
+
+
+def test_emit_checks_a_gathers_fields_against_its_term(tmp_path, capsys):
+    """`legalsat emit` printed a kernel for a response whose gather count was edited (the client
+    refused it): the command runs the same checks."""
+    import json
+
+    from legalsat.clients.cli import main
+
+    resp = _response(GATHER)
+    resp["plans"][0]["gather"]["index_count"] -= 100
+    resp["plans"][0]["gather"]["out_shape"][0] -= 100
+    (tmp_path / "r.json").write_text(json.dumps(resp))
+    assert main(["emit", str(tmp_path / "r.json")]) == 2
+    assert "gather.index_count" in capsys.readouterr().err
+
+
 def test_emit_refuses_a_descriptor_the_driver_refuses(tmp_path):
     """`legalsat emit` printed a kernel whose boxes (1024 x 1024) the driver and Triton refuse."""
     import json

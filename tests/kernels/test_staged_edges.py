@@ -57,6 +57,21 @@ def test_rows_off_a_sector_are_skewed_where_the_destination_exceeds_l2(pitch, sk
         assert piece["tile"] == [64, 128] and piece["store_vector_bytes"] == 16
 
 
+@pytest.mark.parametrize("dtype,shape,src,dst,tile", [
+    ("float32", [8192, 4096, 4], [16384, 4, 1], [4, 32772, 1], [16, 128]),  # 16-byte elements: never skewed
+    ("float64", [8192, 4096, 2], [8192, 2, 1], [2, 16386, 1], [16, 128]),
+    ("bfloat16", [40, 2000000], [2000000, 1], [1, 56], [64, 256]),  # a 128-byte run longer than its dim
+    ("float32", [20, 3000000], [3000000, 1], [1, 20], [32, 256]),
+])
+def test_rows_off_a_sector_the_skewed_tile_cannot_skew_keep_the_aligned_tile(dtype, shape, src, dst, tile):
+    """Such pieces took the skewed tile's shape (16 x 8, 4 warps for the 16-byte elements) and
+    ran it plain: the solver now skews only what the plan and the kernels skew."""
+    piece = _staged(optimize({"op": {"kind": "copy", "src": {"dtype": dtype, "shape": shape, "strides": src},
+                                     "dst": {"dtype": dtype, "shape": shape, "strides": dst}},
+                              "options": {"max_plans": 8}}))["pieces"][0]
+    assert piece["tile"] == tile and piece["num_warps"] == 8 and "skewed_stores" not in piece
+
+
 def test_rows_off_a_sector_that_fit_l2_are_not_skewed():
     """601 x 96 bf16 into a 616-element pitch (1,232 bytes: on 16, off 32): the plain tile."""
     piece = _staged(optimize(_transpose("bfloat16", 601, 96, 616)))["pieces"][0]
@@ -97,7 +112,7 @@ def test_skewed_stores_on_a_piece_that_cannot_skew_is_named():
     resp = _forced_skew(optimize(_transpose("bfloat16", 601, 96, 640)))
     with pytest.raises(InputError) as e:
         emit(resp["plans"][0])
-    assert e.value.headline.field == "plan.pieces[0].skewed_stores"
+    assert e.value.headline.field == "pieces[0].skewed_stores"
 
 
 def _recorded(workload: str) -> dict[str, float]:

@@ -219,6 +219,15 @@ def test_http_limits_hold_and_refusals_keep_the_error_shape():
         assert 'method="POST",route="/v1/optimize",status="200"' in metrics and 'route="/healthz"' in metrics, metrics
 
 
+def test_more_than_one_host_header_is_400_whatever_the_allow_list(server):
+    """Refused only where LEGALSAT_ALLOWED_HOSTS was set; the default ("*") took the first."""
+    body = json.dumps(SMALL).encode()
+    dup = _raw(server.url, b"POST /v1/optimize HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\n"
+               b"Connection: close\r\nContent-Type: application/json\r\nContent-Length: "
+               + str(len(body)).encode() + b"\r\n\r\n" + body)
+    assert dup.startswith(b"HTTP/1.1 400") and b"more than one Host" in dup, dup[:300]
+
+
 def test_a_client_gone_mid_body_is_not_a_500(server):
     host, port = server.url.split("//")[1].split(":")
     for _ in range(3):
