@@ -39,7 +39,9 @@ from legalsat.terms.integers import cdiv
 
 WORKLOAD = "transpose 50257×4096 bf16"
 SHAPES = ((128, 64, 4), (64, 128, 4), (128, 128, 8), (256, 64, 8), (64, 64, 4), (128, 32, 4))  # (TA, TB, warps)
-SHEAR_SHAPES = ((64, 2, 4), (128, 2, 4), (128, 2, 8), (128, 4, 4), (128, 4, 8))  # (TA, segments, warps)
+# (TA, segments, warps, align): sector-aligned runs (16 elements), then line-aligned ones (64)
+SHEAR_SHAPES = ((64, 2, 4, 16), (128, 2, 4, 16), (128, 2, 8, 16), (128, 4, 4, 16), (128, 4, 8, 16),
+                (128, 2, 8, 64), (128, 4, 8, 64), (64, 4, 4, 64), (128, 8, 8, 64))
 SECTOR = 16  # bf16 elements of a 32-byte sector: the shear's unit of alignment
 
 
@@ -69,16 +71,22 @@ def class_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, tb: int, word: 
     return "\n".join(lines) + "\n", nbt * cdiv(na, ta)
 
 
-def shear_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, segments: int, warps: int) -> tuple[str, int]:
+def shear_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, segments: int, warps: int,
+                 align: int = SECTOR) -> tuple[str, int]:
     """Gluon source and program count of the shear tile (bf16): dst[a, b] (row pitch `pitch`,
     `na` rows of `nb`) = src[b, a] (row pitch `sb`); a program takes `ta` destination rows and
-    stores `32 * segments` of their elements each, every row's run starting on a sector."""
+    stores `32 * segments` of their elements each, every row's run starting on `align`
+    elements (16: a 32-byte sector; 64: a 128-byte line), so it loads `align` extra rows."""
     if ta & (ta - 1) or not 16 <= ta <= 256 or segments < 1 or warps & (warps - 1) or not 1 <= warps <= ta // 8:
         raise ValueError(f"a shear tile of {ta} rows, {segments} segments, {warps} warps: ta a power of two in "
                          f"16..256, at least one segment, warps a power of two up to ta / 8")
     step = 32 * segments
-    nat, nbt = cdiv(na, ta), cdiv(nb + SECTOR - 1, step)
+    if align not in (16, 32, 64) or step % align:
+        raise ValueError(f"align {align}: 16, 32 or 64 elements, dividing the step of {step}")
+    nat, nbt = cdiv(na, ta), cdiv(nb + align - 1, step)
     last = nb // step - 1  # the last tile whose loaded and stored rows all lie inside
+    loads = cdiv(step + align, 32)  # segments loaded: rows b0 - align .. b0 + step - 1
+    half = (step + align) % 32  # rows of the last loaded segment (0: all 32)
     a_edge = f" | (a0 + {ta} > {na})" if na % ta else ""
     lines = ["@gluon.jit\ndef shear_tile(src, dst):",
              f"    LD: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [{warps}, 1], [1, 0])",
@@ -86,33 +94,38 @@ def shear_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, segments: int, 
              f"    ST: gl.constexpr = gl.BlockedLayout([8, 1], [4, 8], [1, {warps}], [0, 1])",
              "    pid = gl.program_id(0)", f"    a0 = pid % {nat} * {ta}", f"    bt = pid // {nat}",
              f"    b0 = bt * {step}", f"    edge = (bt < 1) | (bt > {last}){a_edge}",
-             # loads: rows b0 - 16 + 32 q + l, whole vectors along a (the last segment's first half only)
+             # loads: rows b0 - align + 32 q + l, whole vectors along a
              "    l = gl.arange(0, 32, layout=gl.SliceLayout(1, LD))",
              f"    ai = a0 + gl.arange(0, {ta}, layout=gl.SliceLayout(0, LD))",
-             f"    r = b0 - {SECTOR} + l",
+             f"    r = b0 - {align} + l",
              f"    so = gl.expand_dims(r, 1) * {sb} + gl.expand_dims(ai, 0)"]
-    for q in range(segments + 1):
-        rows = f"(l < {SECTOR})" if q == segments else None
+    for q in range(loads):
+        rows = f"(l < {half})" if q == loads - 1 and half else None
         inside = f"(r + {32 * q} >= 0) & (r + {32 * q} < {nb})"
         edge_mask = " & ".join(x for x in (rows, inside) if x)
         a_mask = f" & gl.expand_dims(ai < {na}, 0)" if na % ta else ""
         lines += ["    if edge:", f"        x{q} = gl.load(src + so + {32 * q * sb}, mask=gl.expand_dims({edge_mask}, 1){a_mask})",
                   "    else:", (f"        x{q} = gl.load(src + so + {32 * q * sb}, mask=gl.expand_dims({rows}, 1))" if rows
                                else f"        x{q} = gl.load(src + so + {32 * q * sb})")]
-    # the shift: column a's stored run starts `skew` elements before its row's sector, so
-    # output lane j of segment q takes tile row 32 q + j + (SECTOR - skew)
+    # the shift: column a's stored run starts `skew` elements before its row's aligned start,
+    # so output lane j of segment q takes tile row 32 q + j + (align - skew): lane (j + k) mod 32
+    # of segment q + (j + k) // 32
     lines += ["    lj = gl.arange(0, 32, layout=gl.SliceLayout(1, LS))",
               f"    aj = a0 + gl.arange(0, {ta}, layout=gl.SliceLayout(0, LS))",
-              f"    t = gl.expand_dims(lj, 1) + gl.expand_dims({SECTOR} - aj * {pitch} % {SECTOR}, 0)",
-              "    lane = t & 31", "    wrap = t >= 32"]
-    lines += [f"    s{q} = _shfl(gl.convert_layout(x{q}, LS), lane)" for q in range(segments + 1)]
+              f"    t = gl.expand_dims(lj, 1) + gl.expand_dims({align} - aj * {pitch} % {align}, 0)",
+              "    lane = t & 31", "    over = t // 32"]
+    lines += [f"    s{q} = _shfl(gl.convert_layout(x{q}, LS), lane)" for q in range(loads)]
     lines += ["    j = gl.arange(0, 32, layout=gl.SliceLayout(1, ST))",
               f"    a = a0 + gl.arange(0, {ta}, layout=gl.SliceLayout(0, ST))",
-              f"    row = gl.expand_dims(a * {pitch} // {SECTOR} * {SECTOR}, 0)",
-              f"    skew = gl.expand_dims(a * {pitch} % {SECTOR}, 0)",
+              f"    row = gl.expand_dims(a * {pitch} // {align} * {align}, 0)",
+              f"    skew = gl.expand_dims(a * {pitch} % {align}, 0)",
               f"    am = gl.expand_dims(a < {na}, 0)"]
     for q in range(segments):
-        lines += [f"    y = gl.convert_layout(gl.where(wrap, s{q + 1}, s{q}), ST)",
+        pick = f"s{q}"
+        for d in range(1, align // 32 + (1 if align % 32 else 0) + 1):
+            if q + d < loads:
+                pick = f"gl.where(over >= {d}, s{q + d}, {pick})"
+        lines += [f"    y = gl.convert_layout({pick}, ST)",
                   f"    bj = b0 + {32 * q} + gl.expand_dims(j, 1)",
                   "    if edge:", f"        gl.store(dst + row + bj, y, mask=(bj - skew >= 0) & (bj - skew < {nb}) & am)",
                   "    else:", "        gl.store(dst + row + bj, y)"]
@@ -124,7 +137,7 @@ def shear_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, segments: int, 
     return "\n".join(shfl) + "\n\n\n" + "\n".join(lines) + "\n", nat * nbt
 
 
-def shear_sm90_ptx(ta: int = 128, segments: int = 2, warps: int = 4) -> str:
+def shear_sm90_ptx(ta: int = 128, segments: int = 2, warps: int = 4, align: int = SECTOR) -> str:
     """The PTX of the workload's shear tile compiled for sm90 (no GPU needed)."""
     import triton
     from triton.backends.compiler import GPUTarget
@@ -132,7 +145,7 @@ def shear_sm90_ptx(ta: int = 128, segments: int = 2, warps: int = 4) -> str:
 
     from legalsat.clients.triton import load_module
 
-    text, _ = shear_kernel(4096, 50257, 4096, 50257, ta, segments, warps)
+    text, _ = shear_kernel(4096, 50257, 4096, 50257, ta, segments, warps, align)
     fn = load_module(HEADER_GLUON + "\n" + text).shear_tile
     aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
     k = triton.compile(GluonASTSource(fn, {"src": "*bf16", "dst": "*bf16"}, constexprs={}, attrs=aligned),
@@ -179,16 +192,16 @@ def main() -> list[dict]:
         if exact:
             fns.append(lambda fn=fn, grid=grid, dst=dst, w=warps: fn[(grid,)](src, dst, num_warps=w))
             names.append(f"class tile TA={ta} TB={tb} warps={warps}")
-    for ta, segments, warps in SHEAR_SHAPES:
-        text, grid = shear_kernel(na, nb, na, nb, ta, segments, warps)
+    for ta, segments, warps, align in SHEAR_SHAPES:
+        text, grid = shear_kernel(na, nb, na, nb, ta, segments, warps, align)
         fn = load_module(HEADER_GLUON + "\n" + text).shear_tile
         dst = torch.full((na, nb), float("nan"), device=dev, dtype=torch.bfloat16)
         fn[(grid,)](src, dst, num_warps=warps)
         exact = torch.equal(dst.view(torch.int16), want.view(torch.int16))
-        print(f"shear tile {ta} rows, {segments} segments, w{warps}: exact {exact}", flush=True)
+        print(f"shear tile {ta} rows, {segments} segments, w{warps}, align {align}: exact {exact}", flush=True)
         if exact:
             fns.append(lambda fn=fn, grid=grid, dst=dst, w=warps: fn[(grid,)](src, dst, num_warps=w))
-            names.append(f"shear tile TA={ta} step={32 * segments} warps={warps}")
+            names.append(f"shear tile TA={ta} step={32 * segments} warps={warps}" + (f" align={align}" if align != 16 else ""))
     planned = build_kernel(json.loads(PLANS.read_text())[WORKLOAD]["response"], variant="tl")
     out = torch.empty(na, nb, device=dev, dtype=torch.bfloat16).t()
     planned(src, out)

@@ -71,3 +71,5 @@ def test_a_shear_tile_of_unsupported_shape_is_refused():
         shear_kernel(4096, 50257, 4096, 50257, ta=96, segments=2, warps=4)
     with pytest.raises(ValueError, match="warps a power of two up to ta / 8"):
         shear_kernel(4096, 50257, 4096, 50257, ta=16, segments=2, warps=4)
+    with pytest.raises(ValueError, match="align 64: 16, 32 or 64 elements, dividing the step of 32"):
+        shear_kernel(4096, 50257, 4096, 50257, ta=128, segments=1, warps=4, align=64)
