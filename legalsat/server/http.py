@@ -11,13 +11,17 @@ included: a head must be complete LEGALSAT_HEAD_TIMEOUT_S after the connection w
 after the head's first byte (a kept-alive connection between requests is uvicorn's
 keep-alive timeout's), else 408 in the error shape, or a bare close when not one byte came,
 and the connection is closed. A request httptools cannot parse gets its 400 in the error shape
-too (uvicorn's is plain text). Everything else is uvicorn's.
+too (uvicorn's is plain text). A request whose target is in absolute form
+(`POST http://host/v1/optimize`) has its Host header replaced by the target's authority, which
+RFC 9112 makes the request's host, so the host allow-list judges that. Everything else is
+uvicorn's.
 """
 
 from __future__ import annotations
 
 import json
 
+import httptools
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from legalsat.diagnostics import Code
@@ -45,6 +49,12 @@ def bounded_protocol(max_head_bytes: int, head_timeout_s: float = 10.0) -> type[
                 self._arm()
 
         def on_headers_complete(self) -> None:
+            if self.url[:8].lower().startswith((b"http://", b"https://")):
+                # an absolute-form target names the host itself (RFC 9112 3.2.2: a server ignores
+                # the Host header then), so the host allow-list judges the target's authority
+                url = httptools.parse_url(self.url)
+                host = (url.host or b"") + (b":%d" % url.port if url.port else b"")
+                self.headers[:] = [(k, v) for k, v in self.headers if k != b"host"] + [(b"host", host)]
             super().on_headers_complete()
             self._head_left = None  # the body follows: not counted here (the body timeout's)
             self._disarm()

@@ -212,6 +212,12 @@ def test_http_limits_hold_and_refusals_keep_the_error_shape():
                        b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
                        + b"\r\n\r\n" + body)
             assert dup.startswith(b"HTTP/1.1 400") and b"more than one Host" in dup, dup[:300]
+        for target, status in ((b"http://evil.example/v1/optimize", b"400"), (b"http://legalsat.local:9/v1/optimize", b"200")):
+            # an absolute-form target: its authority is the host (the Host header was compared instead)
+            answer = _raw(srv.url, b"POST " + target + b" HTTP/1.1\r\nHost: legalsat.local\r\nConnection: close\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: " + str(len(body)).encode()
+                          + b"\r\n\r\n" + body)
+            assert answer.startswith(b"HTTP/1.1 " + status), answer[:300]
         r = c.post("/v1/optimize/", json=SMALL, headers={"host": "legalsat.local"})
         assert r.status_code == 404 and "location" not in r.headers  # no redirect naming the Host
         # behind the host check the metrics still see each request's route
