@@ -3,10 +3,16 @@ pitch of 50264 bf16), and ragged ones into sector-aligned rows: the planned stag
 against the plain tile the planner gives the nearest sector-aligned pitch, and against that
 tile emitted as it was before its programs inside the tensor ran unmasked (every program
 masked: a mask along the stored dim whose extent is odd is not constant over a vector, so
-every store was one element wide), with a same-size copy_.
+every store was one element wide), with a same-size copy_. The benchmark's workloads whose
+first plan is such a tile (NCHW <-> NHWC 32 x 256 x 56 x 56 bf16: 3,136 pixels, a ragged edge
+of 64 in tiles of 128) are timed the same way next to `torch.compile` of the op, eagerly and
+from CUDA graphs.
 
-    python -m tools.sector_pitch_probe plan   # CPU: benchmarks/sector_pitch_probe_plans.json
-    python -m tools.sector_pitch_probe run    # GPU: $OUT/sector_pitch_probe.json, a table last
+    python -m tools.sector_pitch_probe plan [workloads]  # CPU: benchmarks/sector_pitch_probe_plans.json
+    python -m tools.sector_pitch_probe run [workloads]   # GPU: $OUT/sector_pitch_probe.json, a table last
+
+`workloads`: the benchmark's workloads alone (planned into the same file, the other entries
+kept; run into $OUT/sector_pitch_probe_workloads.json).
 
 Every kernel is run on a poisoned output and compared bit for bit with PyTorch's before it is
 timed; a case's functions are timed in interleaved rounds (median of 3 do_bench medians each).
@@ -38,6 +44,10 @@ CASES = [
 ]
 
 
+# benchmark workloads (legalsat.testing.workloads) whose first plan is a plain tile with a ragged edge
+WORKLOADS = ["NCHW→NHWC 32×256×56×56 bf16", "NHWC→NCHW 32×56×56×256 bf16"]
+
+
 def name(dtype: str, rows: int, cols: int, pitch: int) -> str:
     return f"transpose {rows}×{cols} {dtype} into a {pitch}-element pitch"
 
@@ -67,11 +77,13 @@ def plain_response(resp: dict, aligned: dict) -> dict:
     return out
 
 
-def plan() -> None:
+def plan(*which: str) -> None:
     from legalsat.api import optimize
 
     out = {}
-    for case in CASES:
+    if which == ("workloads",):
+        out = {k: v for k, v in json.loads(PLANS.read_text()).items() if "workload" not in v}
+    for case in CASES if not which else ():
         resp = optimize(request(*case))
         dtype, rows, cols, pitch = case
         aligned = optimize(request(dtype, rows, cols, sector_pitch(dtype, pitch)))
@@ -81,6 +93,14 @@ def plan() -> None:
         pc = staged["pieces"][0]
         print(f"{name(*case):60s} planned {pc['tile']} skewed={bool(pc.get('skewed_stores'))}, "
               f"plain {out[name(*case)]['plain']['plans'][0]['pieces'][0]['tile']}")
+    from legalsat.testing.workloads import workloads
+
+    for w in workloads():
+        if w.name in WORKLOADS:
+            resp = optimize(w.request())
+            out[w.name] = {"workload": {k: v for k, v in w.__dict__.items() if isinstance(v, (str, int, float))},
+                           "planned": {**resp, "plans": resp["plans"][:1]}}
+            print(f"{w.name:60s} planned {resp['plans'][0]['strategy']} {resp['plans'][0]['pieces'][0]['tile']}")
     PLANS.write_text(json.dumps(out) + "\n")
     print(f"wrote {PLANS}")
 
@@ -101,15 +121,21 @@ def _masked_everywhere(build):
         staged.tile_index = real
 
 
-def run() -> None:
+def run(*which: str) -> None:
     import torch
 
     from benchmarks.measure import same_size_copy, timed_against_copy, write_probe
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
 
-    rows = []
+    rows, bench = [], []
     for workload, entry in json.loads(PLANS.read_text()).items():
+        if "workload" in entry:
+            bench += _benchmark_workload(workload, entry)
+            write_probe("sector_pitch_probe_workloads.json", "benchmark workloads of ragged plain tiles", bench)
+            continue
+        if which == ("workloads",):
+            continue
         resp = entry["planned"]
         inp = make_inputs(resp, {"torch_op": "copy"}, "cuda", torch.Generator(device="cuda").manual_seed(1))
         want = reference(inp)
@@ -129,9 +155,47 @@ def run() -> None:
         print(workload, flush=True)
         rows += [{"workload": workload, **r} for r in timed_against_copy(names, fns)]
         write_probe("sector_pitch_probe.json", "transposes into rows off a sector, or ragged", rows)
+    if rows:
+        write_probe("sector_pitch_probe.json", "transposes into rows off a sector, or ragged", rows)
     print(f"\n{'workload':60s} {'kernel':44s} {'us':>8s} {'of copy':>8s}")
-    for r in rows:
+    for r in rows + bench:
         print(f"{r['workload']:60s} {r['kernel']:44s} {r['us']:8.1f} {r['copy_ratio']:8.3f}")
+
+
+def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
+    """The planned kernel (unmasked inside), the same tile every program masked, torch.compile
+    and a same-size copy_, eagerly and from CUDA graphs (median of 3 interleaved rounds each)."""
+    import torch
+
+    from benchmarks.measure import same_size_copy, timed_together
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import compiled_peer, make_inputs, poison, reference, same_bits
+
+    resp = entry["planned"]
+    inp = make_inputs(resp, entry["workload"], "cuda", torch.Generator(device="cuda").manual_seed(1))
+    want = reference(inp)
+    kernels = [("planned", build_kernel(resp, variant="tl")),
+               ("every program masked", _masked_everywhere(lambda: build_kernel(resp, variant="tl")))]
+    names, fns = [], []
+    for label, k in kernels:
+        poison(inp)
+        assert same_bits(inp.call(k), want), f"{workload}: {label} differs from PyTorch"
+        names.append(f"{label} {resp['plans'][0]['pieces'][0]['tile']}")
+        fns.append(lambda k=k, inp=inp: inp.call(k))
+    torch._dynamo.reset()
+    peer = compiled_peer(inp)
+    assert same_bits(peer(), want), f"{workload}: torch.compile differs"
+    names += ["torch.compile", "same-size copy_"]
+    fns += [peer, same_size_copy(resp["plans"][0]["cost"]["bytes_moved"], "cuda")]
+    eager, graph = timed_together(fns), timed_together(fns, graph=True)
+    rows = [{"workload": workload, "kernel": n, "us": round(e * 1e3, 2), "copy_ratio": round(eager[-1] / e, 3),
+             "graph_us": round(g * 1e3, 2), "graph_copy_ratio": round(graph[-1] / g, 3)}
+            for n, e, g in zip(names, eager, graph)]
+    print(workload, flush=True)
+    for r in rows:
+        print(f"  {r['kernel']:40s} {r['us']:8.2f} us ({r['copy_ratio']:.3f})  graph {r['graph_us']:8.2f} us "
+              f"({r['graph_copy_ratio']:.3f})", flush=True)
+    return rows
 
 
 if __name__ == "__main__":
