@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 def usage(module: str, commands: dict[str, Callable[..., object]]) -> str:
     """One line per command with its arguments (the function's parameter names, in capitals;
-    optional ones in brackets)."""
+    optional ones in brackets). `module`: a benchmark's name, or a dotted module path."""
     def arg(p: inspect.Parameter) -> str:
         if p.kind is p.VAR_POSITIONAL:
             return f"[{p.name.upper()} ...]"
@@ -18,7 +18,8 @@ def usage(module: str, commands: dict[str, Callable[..., object]]) -> str:
     def args(fn: Callable[..., object]) -> str:
         return " ".join(arg(p) for p in inspect.signature(fn).parameters.values())
 
-    return "\n".join(f"usage: python -m benchmarks.{module} {name} {args(fn)}".rstrip()
+    path = module if "." in module else f"benchmarks.{module}"
+    return "\n".join(f"usage: python -m {path} {name} {args(fn)}".rstrip()
                      for name, fn in commands.items())
 
 

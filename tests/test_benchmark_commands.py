@@ -30,12 +30,14 @@ def test_a_wrong_command_line_exits_with_every_commands_usage(argv, says):
                                          "usage: python -m benchmarks.bench_x report RESULTS"]
 
 
-@pytest.mark.parametrize("module", ["bench_kernels", "bench_gemm", "bench_moe", "bench_tiles"])
+@pytest.mark.parametrize("module", ["benchmarks.bench_kernels", "benchmarks.bench_gemm", "benchmarks.bench_moe",
+                                    "benchmarks.bench_tiles", "tools.interleave_probe", "tools.sector_pitch_probe"])
 def test_each_gpu_benchmark_answers_a_wrong_command_with_its_usage(module):
-    r = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", "no-such-command"], capture_output=True,
+    """The probes under tools/ named themselves benchmarks.<name> in their usage."""
+    r = subprocess.run([sys.executable, "-m", module, "no-such-command"], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 1 and "Traceback" not in r.stderr
-    assert f"usage: python -m benchmarks.{module} run" in r.stderr and f"benchmarks.{module} plan" in r.stderr
+    assert f"usage: python -m {module} run" in r.stderr and f"{module} plan" in r.stderr
 
 
 def test_the_gpu_plan_check_recorded_every_plan_of_its_corpus_bit_exact():

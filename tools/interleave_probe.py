@@ -113,4 +113,4 @@ def run(*names: str) -> None:
 if __name__ == "__main__":
     from benchmarks.commands import run_command
 
-    run_command("interleave_probe", {"run": run, "plan": plan})
+    run_command("tools.interleave_probe", {"run": run, "plan": plan})

@@ -201,4 +201,4 @@ def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
 if __name__ == "__main__":
     from benchmarks.commands import run_command
 
-    run_command("sector_pitch_probe", {"run": run, "plan": plan})
+    run_command("tools.sector_pitch_probe", {"run": run, "plan": plan})
