@@ -25,6 +25,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+from legalsat.terms.integers import cdiv
 from legalsat.terms.movement import SKEW_SECTOR_BYTES
 
 HERE = Path(__file__).resolve().parent.parent / "benchmarks"
@@ -60,7 +61,7 @@ def request(dtype: str, rows: int, cols: int, pitch: int) -> dict:
 def sector_pitch(dtype: str, pitch: int) -> int:
     """The least pitch at or above `pitch` whose rows start on a sector."""
     per = SKEW_SECTOR_BYTES // ELEMENT_BYTES[dtype]
-    return -(-pitch // per) * per
+    return cdiv(pitch, per) * per
 
 
 def plain_response(resp: dict, aligned: dict) -> dict:

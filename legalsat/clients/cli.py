@@ -535,7 +535,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 
 def _emit(args: argparse.Namespace) -> int:
-    from legalsat.clients.plan_checks import check_plan
+    from legalsat.clients.plan_checks import check_plan, check_request
     from legalsat.kernels import emit, fields_as_passed, response_target, select_plan
     from legalsat.schemas.base import load_json
 
@@ -554,6 +554,8 @@ def _emit(args: argparse.Namespace) -> int:
     plan, op = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
     with fields_as_passed(obj, args.plan):
         # what build_kernel checks before it builds: the same plans fail here
+        if op is not None:
+            check_request(plan, op)
         check_plan(plan, op, response_target(obj))
         emitted = emit(plan, args.variant)
     sys.stdout.write(emitted.source)

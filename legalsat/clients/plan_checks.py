@@ -12,20 +12,35 @@ from legalsat.diagnostics import InputError
 from legalsat.kernels.words import plan_error
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.dtypes import ELEMENT_TYPES
+from legalsat.terms.integers import cdiv
 from legalsat.terms.movement import MovementKind, contiguous_strides
 from legalsat.terms.strategy import Strategy
+
+
+def view_bytes(view: dict) -> int:
+    """Bytes of one element of a request view (JSON form)."""
+    return ELEMENT_TYPES[view["dtype"]].storage_bits // 8
+
+
+def check_request(plan: PlanOut, request_op: dict) -> None:
+    """The response's term as a request (`check_term`) and, for a gather, the plan's gather
+    fields against it (`check_gather_request`): what every other check of a whole response
+    reads, so run first (`check_plan` takes a request that passed it)."""
+    check_term(request_op)
+    if MovementKind(plan.kind) is MovementKind.GATHER:
+        if plan.gather is None:
+            raise plan_error("gather", "the gather plan has no gather fields", "plan the request again")
+        check_gather_request(plan.gather, request_op)
 
 
 def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None) -> None:
     """InputError naming the first field of `plan` that no plan of the planner's has: a piece
     moved by another strategy than its plan's (a ragged tail may be direct), a piece that
-    writes one destination element along a whole dim (stride 0), a descriptor the
-    driver refuses, or (with the request) a copy between element types, one whose pieces do
-    not cover its views once, a gather whose pieces do not move each index's slab once to
-    its entry, or a tile load whose walk is not the request's. `target`: the response's (its descriptors are judged by that target's rules;
-    sm90's for a plan alone)."""
-    if request_op is not None:
-        check_term(request_op)
+    writes one destination element along a whole dim (stride 0), a descriptor the driver
+    refuses, or (with the request, which passed `check_request`) a copy between element types,
+    one whose pieces do not cover its views once, a gather whose pieces do not move each index's
+    slab once to its entry, or a tile load whose walk is not the request's. `target`: the
+    response's (its descriptors are judged by that target's rules; sm90's for a plan alone)."""
     writes = MovementKind(plan.kind) is not MovementKind.LOAD_TILE  # a tile's stage strides may be 0 (broadcast)
     for i, p in enumerate(plan.pieces):
         if p.strategy not in (plan.strategy, Strategy.DIRECT.value):
@@ -45,9 +60,6 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
                              "pass the response as the planner returned it")
         _check_covers(plan, request_op)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.GATHER:
-        if plan.gather is None:
-            raise plan_error("gather", "the gather plan has no gather fields", "plan the request again")
-        check_gather_request(plan.gather, request_op)
         _check_slab(plan, request_op)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.LOAD_TILE:
         _check_tile_walk(plan, request_op)
@@ -72,7 +84,7 @@ def check_gather_request(g, op: dict) -> None:
     entry on each side and the output's shape."""
     src, axis = op["src"], op["axis"]
     unit = op["index"].get("page_size") or 1
-    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    es = view_bytes(src)
     out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
     out_strides = contiguous_strides(tuple(out_shape))
     slab = 1
@@ -140,11 +152,11 @@ def _walks(plan: PlanOut, es: int) -> list:
 def _check_slab(plan: PlanOut, op: dict) -> None:
     """The gather plan's pieces move each index's slab once, each element to its place in the
     entry's (the planner's own proof, `prove_gather`, run on the pieces as passed: the gather's
-    fields were checked against the request first, `check_gather_request`)."""
+    fields were checked against the request first, `check_request`)."""
     from legalsat.planner.prove import prove_gather
 
     src = op["src"]
-    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    es = view_bytes(src)
     unit = op["index"].get("page_size") or 1
     proof = prove_gather(tuple(src["shape"]), list(src["strides"]), op["axis"], unit, op["index"]["count"], es,
                          _walks(plan, es))
@@ -168,9 +180,9 @@ def _check_tile_walk(plan: PlanOut, op: dict) -> None:
 
     src, tile = op["src"], tuple(op["tile"])
     shape, strides = tuple(src["shape"]), tuple(src["strides"])
-    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    es = view_bytes(src)
     w = tile_walk(plan)  # the plan's own fields hold together, or the one that does not is named
-    grid = tuple(-(-n // t) for n, t in zip(shape, tile))
+    grid = tuple(cdiv(n, t) for n, t in zip(shape, tile))
     for field, have, want in (("tile", w.tile, tile), ("tile_load.grid", w.grid, grid),
                               ("tile_load.extents", w.extents or shape, shape), ("pieces[0].element_bytes", w.word, es)):
         if tuple(have) != tuple(want) if isinstance(want, tuple) else have != want:
@@ -203,7 +215,7 @@ def _check_covers(plan: PlanOut, op: dict) -> None:
     from legalsat.planner.prove import prove_copy
 
     src, dst = op["src"], op["dst"]
-    es = ELEMENT_TYPES[src["dtype"]].storage_bits // 8
+    es = view_bytes(src)
     walks = _walks(plan, es)
     proof = prove_copy(tuple(src["shape"]), list(src["strides"]), list(dst["strides"]), es, walks)
     if not proof.ok:

@@ -28,13 +28,12 @@ from pathlib import Path
 
 import torch
 
-from legalsat.clients.plan_checks import check_gather_request, check_plan, check_term
+from legalsat.clients.plan_checks import check_plan, check_request, view_bytes
 from legalsat.diagnostics import Code, InputError
 from legalsat.kernels import default_variant, emit, fields_as_passed, response_target, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
-from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import span
 from legalsat.terms.movement import MovementKind, relaid_out
 
@@ -120,11 +119,6 @@ def aligned_words(view: torch.Tensor) -> tuple[torch.Tensor, int]:
     return view.as_strided((view.numel() + skew,), (1,), view.storage_offset() - skew), skew
 
 
-def _view_bytes(view: dict) -> int:
-    """Bytes of one element of a request view (JSON form)."""
-    return ELEMENT_TYPES[view["dtype"]].storage_bits // 8
-
-
 def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
     """The request's views as the plan moves them: each `relayout` applied (the caller passes
     tensors re-allocated with the new pitches)."""
@@ -133,7 +127,7 @@ def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
     op = dict(op)
     for i, r in enumerate(plan.relayout):
         view = op.get(r.side)
-        es = _view_bytes(view) if isinstance(view, dict) else 0
+        es = view_bytes(view) if isinstance(view, dict) else 0
         new = relaid_out(view["shape"], view["strides"], es, r.old_stride_bytes, r.new_stride_bytes) if es else None
         if new is None:
             raise plan_error(f"relayout[{i}]", f"no dim of the request's {r.side} view has the pitch "
@@ -239,8 +233,8 @@ class Kernel:
         self.strategy = emitted.strategy
         self.variant = emitted.variant
         self.request_op = request_op
-        if request_op is not None:  # the term itself first: every check below reads its extents
-            check_term(request_op)
+        if request_op is not None:  # the term and a gather's fields first: every check below reads them
+            check_request(plan, request_op)
         # key -> (base pointer, descriptor, the tensor weakly): see _cached_desc
         self._descs: dict[object, tuple[int, object, weakref.ref]] = {}
         # (argument, word) -> (the tensor, weakly; its data pointer and storage bytes; its word
@@ -255,25 +249,23 @@ class Kernel:
             self._reach[side] = max(self._reach[side], reach)
         g = plan.gather
         if g is not None:  # a slab per index entry: the farthest entry's slab on each side
-            if request_op is not None:  # the request's own fields first: they say which one is wrong
-                check_gather_request(g, request_op)
             self._reach["src"] += (g.index_bound - 1) * g.src_index_stride_bytes
             self._reach["dst"] += max(g.index_count - 1, 0) * g.out_index_stride_bytes
             # out's bytes: its shape's (the request's element) where the request is known, else
             # what the entries' slabs hold (checked against the tensor passed at each call)
-            self._check_out_bytes(prod(g.out_shape) * _view_bytes(request_op["src"]) if request_op else
+            self._check_out_bytes(prod(g.out_shape) * view_bytes(request_op["src"]) if request_op else
                                   g.index_count * g.slab_bytes)
         if request_op is not None and self.kind is MovementKind.COPY:  # every element once: as many as the views
             moved = sum(prod(d.extent for d in p.dims) * p.element_bytes for p in plan.pieces)
             src = request_op["src"]
-            want = prod(src["shape"]) * _view_bytes(src)
+            want = prod(src["shape"]) * view_bytes(src)
             if moved != want:
                 raise plan_error("pieces", f"the plan's pieces move {moved} bytes; the request's views hold {want}: the "
                                  "plan is not the request's", "plan the request again (a plan edited after planning "
                                  "no longer covers its views)")
         for side, view in (request_op or {}).items():  # once: a call's tensors must match these views
             if side in self._reach and isinstance(view, dict) and "strides" in view:
-                spans = span(view["shape"], view["strides"]) * _view_bytes(view)
+                spans = span(view["shape"], view["strides"]) * view_bytes(view)
                 if self._reach[side] > spans:
                     raise plan_error("pieces", f"the plan's pieces reach {self._reach[side]} bytes past {side}'s "
                                      f"first element; the request's view of {side} spans {spans}: the plan is not "

@@ -382,19 +382,17 @@ def solve_transpose_tile(p: Region, a: int, b: int, max_tile_bytes: int, min_run
 def _skews(p: Region, a: int, b: int, skew: bool) -> bool:
     """Whether the tile takes the sector-skewed shape (legalsat.kernels.staged), where the
     destination exceeds L2 (`skew`): rows off 16 bytes always; rows on 16 bytes but off a
-    sector where that shape is skewed (`legalsat.planner.build.copy` and the kernels skew only
-    elements of at most 8 bytes whose 128-byte destination run is shorter than its dim and whose
-    source runs fill a sector, `sector_skewable`); other rows off a sector keep the tile of
-    sector-aligned ones."""
+    sector where that shape is skewed (`sector_skewable`, as `legalsat.planner.build.copy` and
+    the kernels read it); other rows off a sector keep the tile of sector-aligned ones."""
     pitch = p.dims[a][2]
     if not skew or not sector_misaligned_pitch(pitch, p.eb):
         return False
     if misaligned_pitch(pitch, p.eb):
         return True
     na, nb = p.dims[a][0], p.dims[b][0]
-    tile_a = min(256 // p.eb, 1 << (floor_log2(na - 1) + 1 if na > 1 else 0)) if p.eb <= 8 else 0
-    tile_b = min(128 // p.eb, 1 << (floor_log2(nb - 1) + 1 if nb > 1 else 0)) if p.eb <= 8 else 0
-    return p.eb <= 8 and sector_skewable(tile_b * p.eb, nb, tile_b, tile_a * p.eb)
+    # the skewed shape's runs where the extents allow (the branch below): 128 bytes, 256 bytes
+    tile_a, tile_b = min(max(256 // p.eb, 1), pow2_at_least(na)), min(max(128 // p.eb, 1), pow2_at_least(nb))
+    return sector_skewable(tile_b * p.eb, nb, tile_b, tile_a * p.eb)
 
 
 def _fitting_run(run_log2: int, budget_log2: int, eb_log2: int) -> int:

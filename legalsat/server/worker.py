@@ -70,13 +70,13 @@ def ran_out_of_time(out: dict) -> bool:
         r["rule"] in _TIMED for rej in out.get("rejected", ()) for r in rej["reasons"])
 
 
-def _verify_pipeline(payload: dict, budget_ms: int | None = None) -> Answer:
+def _verify_pipeline(payload: dict, budget_ms: int | None = None, waited_ms: int = 0) -> Answer:
     from legalsat.api import verify_pipeline
 
     return 200, model_json(verify_pipeline(payload)), {}  # bounded by its work bound, not a clock
 
 
-def _egraph_page(payload: dict, budget_ms: int | None = None) -> Answer:
+def _egraph_page(payload: dict, budget_ms: int | None = None, waited_ms: int = 0) -> Answer:
     """A kept e-graph's document (JSON), or its viewer page (HTML) when `payload["view"]` gives
     the viewer's settings: work that grows with the e-graph, done here, not in the service (a
     32 MiB e-graph's document held the event loop for 0.7 s between the GIL's switches)."""
@@ -93,8 +93,10 @@ def _egraph_page(payload: dict, budget_ms: int | None = None) -> Answer:
     return 200, view_html(model, shown, first, view["collapse_enodes"], view["static"]).encode(), {}
 
 
-JOBS: dict[str, Callable[[dict, int | None], Answer]] = {"optimize": _optimize, "verify_pipeline": _verify_pipeline,
-                                                         "egraph_page": _egraph_page}
+# each job: (payload, its time budget in ms, the ms of it spent in the queue) -> its answer; the
+# verifier and the e-graph page are bounded by their work, not a clock
+JOBS: dict[str, Callable[[dict, int | None, int], Answer]] = {
+    "optimize": _optimize, "verify_pipeline": _verify_pipeline, "egraph_page": _egraph_page}
 
 
 def run_job(kind: str, payload: dict, budget_ms: int | None = None, waited_ms: int = 0) -> Answer:
@@ -103,7 +105,7 @@ def run_job(kind: str, payload: dict, budget_ms: int | None = None, waited_ms: i
     answer; anything else that goes wrong is a 500 answer carrying the exception (a bug in
     legalsat), never a dead worker."""
     try:
-        return JOBS[kind](payload, budget_ms, waited_ms) if kind == "optimize" else JOBS[kind](payload, budget_ms)
+        return JOBS[kind](payload, budget_ms, waited_ms)
     except InputError as e:
         return 422, compact_json(e.to_dict()), {}
     except MemoryError:

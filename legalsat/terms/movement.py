@@ -330,15 +330,16 @@ def sector_misaligned_pitch(stride: int, element_bytes: int) -> bool:
 
 
 def sector_skewable(run_bytes: int, extent: int, tile: int, src_run_bytes: int) -> bool:
-    """Whether a staged tile whose destination rows are misaligned is skewed: its destination
-    run (`tile` elements, `run_bytes`) spans more than one whole sector, the dim (`extent`) is
-    longer than the tile, and its source runs (`src_run_bytes`) fill a sector (shorter ones ran
+    """Whether a staged tile whose destination rows are misaligned is skewed: its elements are
+    at most 8 bytes, its destination run (`tile` elements, `run_bytes`) spans more than one whole
+    sector, the dim (`extent`) is longer than the tile, and its source runs (`src_run_bytes`) fill
+    a sector (shorter ones ran
     faster plain on the H100: the 50257 x 4096 bf16 transpose's 64 x 2 and 64 x 4 tiles 976.6
     and 521.2 us against 1305.6 and 653.7 skewed, its 64 x 16 tile 492.6 against 335.7;
     benchmarks/budget_heldout_results*.json). The planner (the stores it promises) and the
     kernels (the tile they emit) share this one reading."""
-    return (run_bytes > SKEW_SECTOR_BYTES and run_bytes % SKEW_SECTOR_BYTES == 0 and extent > tile
-            and src_run_bytes >= SKEW_SECTOR_BYTES)
+    return (run_bytes <= 8 * tile and run_bytes > SKEW_SECTOR_BYTES and run_bytes % SKEW_SECTOR_BYTES == 0
+            and extent > tile and src_run_bytes >= SKEW_SECTOR_BYTES)
 
 
 def transposed_pair(dims) -> tuple[int, int] | None:

@@ -1,4 +1,6 @@
-"""The kernel tests' one requirement: the `client` extra (torch + triton)."""
+"""The kernel tests' one requirement, the `client` extra (torch + triton), and what several of
+them share: a staged plan skewed as a large destination's would be, a kernel run bit-exact in
+the interpreter, PTX access counts."""
 
 from __future__ import annotations
 
@@ -22,18 +24,38 @@ def require_client() -> None:
         pytest.skip(f"the client extra is not installed: {e}")
 
 
-def skewed_response(response: dict) -> dict:
-    """`response` (the small unaligned-rows transpose) with its staged plan as the planner
+def skewed_response(response: dict, skewed_stores: bool | None = None) -> dict:
+    """`response` (a small transpose into misaligned rows) with its staged plan as the planner
     gives destinations larger than L2: a 64 x 128 tile storing 16-byte vectors, which the
-    emitter sector-skews (the planner's own choice for this small case is a plain tile)."""
+    emitter sector-skews (the planner's own choice for a small case is a plain tile); with
+    `skewed_stores` the plan says so (rows on 16 bytes but off a sector), without it the
+    kernels read the store width (rows off 16 bytes, an earlier planner's plans)."""
     import copy
 
     out = copy.deepcopy(response)
     plan = next(p for p in out["plans"] if p["strategy"] == "staged_smem")
     piece = plan["pieces"][0]
     piece["tile"], piece["store_vector_bytes"] = [64, 128], 16
+    if skewed_stores is not None:
+        piece["skewed_stores"] = skewed_stores
     out["plans"] = [plan]
     return out
+
+
+def interpreted(response: dict, workload: dict, seed: int, **build):
+    """`response`'s kernel (`build_kernel(response, **build)`) run in Triton's interpreter on
+    random inputs over a poisoned destination and asserted bit-exact with PyTorch; the kernel."""
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    inp = make_inputs(response, workload, "cpu", torch.Generator().manual_seed(seed))
+    want = reference(inp)
+    k = build_kernel(response, **build)
+    poison(inp)
+    assert same_bits(inp.call(k), want), f"{k.strategy} differs from PyTorch\n{k.source}"
+    return k
 
 
 _SM90_COUNTS = """

@@ -5,7 +5,6 @@ and both are bit-exact; replayed against the H100's record (benchmarks/sector_pi
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from legalsat.api import optimize
 from legalsat.diagnostics import InputError
 from legalsat.kernels import emit
-from tests.kernels.client import require_client, sm90_access_counts
+from tests.kernels.client import interpreted, require_client, skewed_response, sm90_access_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = json.loads((ROOT / "benchmarks" / "sector_pitch_probe.json").read_text())
@@ -78,38 +77,19 @@ def test_rows_off_a_sector_that_fit_l2_are_not_skewed():
     assert "skewed_stores" not in piece
 
 
-def _forced_skew(resp: dict) -> dict:
-    """`resp` with its staged plan's tile skewed as a destination larger than L2 would have it."""
-    out = copy.deepcopy(resp)
-    plan = _staged(out)
-    piece = plan["pieces"][0]
-    piece["tile"], piece["store_vector_bytes"], piece["skewed_stores"] = [64, 128], 16, True
-    out["plans"] = [plan]
-    return out
-
-
 def test_the_skewed_tile_into_rows_off_a_sector_is_bit_exact():
     """The skewed tile into rows on 16 bytes but off a sector (601 x 96 bf16 into a 616-element
     pitch), run in the interpreter over the whole poisoned destination (the gaps between rows
     included)."""
     require_client()
-    import torch
-
-    from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
-
-    resp = _forced_skew(optimize(_transpose("bfloat16", 601, 96, 616)))
-    inp = make_inputs(resp, {"torch_op": "copy"}, "cpu", torch.Generator().manual_seed(3))
-    want = reference(inp)
-    k = build_kernel(resp)
+    resp = skewed_response(optimize(_transpose("bfloat16", 601, 96, 616)), skewed_stores=True)
+    k = interpreted(resp, {"torch_op": "copy"}, seed=3)  # asserts bit-exact
     assert "tl.gather" in k.source
-    poison(inp)
-    assert same_bits(inp.call(k), want)
 
 
 def test_skewed_stores_on_a_piece_that_cannot_skew_is_named():
     """A plan edited to skew rows that start on a sector: the field, not a traceback."""
-    resp = _forced_skew(optimize(_transpose("bfloat16", 601, 96, 640)))
+    resp = skewed_response(optimize(_transpose("bfloat16", 601, 96, 640)), skewed_stores=True)
     with pytest.raises(InputError) as e:
         emit(resp["plans"][0])
     assert e.value.headline.field == "pieces[0].skewed_stores"

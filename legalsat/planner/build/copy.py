@@ -181,7 +181,7 @@ def transpose_piece(r: Region, strategy: Strategy, target: Target, smem_budget: 
                              min_programs=PROGRAMS_PER_SM * target.sm_count)
     misaligned_rows = misaligned_pitch(r.dims[a][2], r.eb)
     plain_stores = not small and not skew and misaligned_rows
-    skewed = (not small and skew and sector_misaligned_pitch(r.dims[a][2], r.eb) and r.eb <= 8
+    skewed = (not small and skew and sector_misaligned_pitch(r.dims[a][2], r.eb)
               and sector_skewable(f.tile_b * r.eb, r.dims[b][0], f.tile_b, f.tile_a * r.eb))
     tiles = tuple(f.tile_a if k == a else f.tile_b if k == b else 1 for k in range(len(r.dims)))
     grid = prod(cdiv(n, t) for (n, _, _), t in zip(r.dims, tiles))
