@@ -3,7 +3,11 @@ plan's kernel as emitted, and with streaming hints on its global loads (`evict_f
 `.cg`: not kept in L1) and stores (`.cs`: evict first), measured in interleaved rounds next
 to `torch.compile` of the same op and a same-size copy.
 
-    python -m tools.hint_sweep [NAME ...]   # on the GPU machine; writes $OUT/hint_sweep.json
+    python -m tools.hint_sweep [--graph] [NAME ...]   # on the GPU machine; writes $OUT/hint_sweep.json
+
+`--graph`: timed from CUDA graphs (the same op replayed back to back, L2 not flushed between
+runs: a workload that fits L2 finds part of its data there; `evict_last`, which Inductor puts on
+its transposes' loads, keeps its source there), into $OUT/hint_sweep_graph.json.
 
 Every variant is checked bit-exact against PyTorch before it is timed. A hint only changes
 how the caches treat a line the kernel reads or writes once, never what it moves.
@@ -20,7 +24,8 @@ from pathlib import Path
 WORKLOADS = ("transpose 50257×4096", "transpose 8192² bf16", "BSHD→BHSD", "AoS→SoA 16M", "column slice",
              "transpose 32768×8192 fp8", "gather 64 B rows", "gather 128 B rows random", "paged KV 16",
              "embedding 8 KiB")
-LOAD_HINTS = {"": "", "evict_first": 'eviction_policy="evict_first"', "cg": 'cache_modifier=".cg"'}
+LOAD_HINTS = {"": "", "evict_first": 'eviction_policy="evict_first"', "cg": 'cache_modifier=".cg"',
+              "evict_last": 'eviction_policy="evict_last"'}
 STORE_HINTS = {"": "", "cs": 'cache_modifier=".cs"'}
 
 
@@ -58,7 +63,9 @@ def main() -> None:
     from tools.sweep import workloads
 
     out = Path(os.environ.get("OUT", "."))
-    names = sys.argv[1:] or list(WORKLOADS)
+    args = sys.argv[1:]
+    graph = "--graph" in args
+    names = [a for a in args if a != "--graph"] or list(WORKLOADS)
     rows, table = [], []
     for name, resp, inp, want in workloads(lambda r: r, names):
         fn, op_args, _ = torch_op(inp)
@@ -71,6 +78,8 @@ def main() -> None:
                     plan["cost"]["estimated_us"] > 1.5 * resp["plans"][0]["cost"]["estimated_us"]:
                 continue
             base = build_kernel(resp, variant="tl", plan_index=i)
+            labels.append(f"{plan['strategy']} (build_kernel's own)")
+            fns.append(lambda k=base, inp=inp: inp.call(k, check=False))
             for ln, load in LOAD_HINTS.items():
                 for sn, store in STORE_HINTS.items():
                     k = Kernel(base.plan, dataclasses.replace(base.emitted, source=hinted(base.source, load, store)),
@@ -87,7 +96,7 @@ def main() -> None:
                         continue
                     labels.append(label)
                     fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
-        ms = timed_together(fns)
+        ms = timed_together(fns, graph=graph)
         del fns
         copy_ms = ms[0]
         for label, t in zip(labels, ms):
@@ -98,7 +107,7 @@ def main() -> None:
         plain = min(t for t, lab in kern if "+" not in lab)
         best_t, best_label = min(kern)
         table.append((name, copy_ms, ms[1], plain, best_t, best_label))
-    (out / "hint_sweep.json").write_text(json.dumps(rows, indent=1) + "\n")
+    (out / ("hint_sweep_graph.json" if graph else "hint_sweep.json")).write_text(json.dumps(rows, indent=1) + "\n")
     print(f"\n{'workload':40s} {'copy_':>8s} {'compile':>8s} {'emitted':>8s} {'hinted':>8s}  best")
     for name, cp, tc, pl, bt, bl in table:
         print(f"{name[:40]:40s} {cp:8.4f} {tc:8.4f} {pl:8.4f} {bt:8.4f}  {bl} ({pl / bt:.3f}x)")

@@ -1,0 +1,56 @@
+"""tools/peer_tile_probe.py re-emits a staged plan with other tiles and warps: each variant's
+grid is its tile walk, its kernel stays bit-exact (interpreter), and the byte shapes it tries
+become element extents within the dims."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from legalsat.testing.workloads import small_cases
+from tests.kernels.client import interpreted, require_client
+from tools.peer_tile_probe import byte_tiles, tiles, variant
+
+CASES = [w for w in small_cases() if w.name in ("transpose 257×96 bf16", "BHSD→BHDS 2×3×40×32 bf16",
+                                                 "transpose 33×47 uint8")]
+
+
+def staged(w) -> tuple[dict, dict, int, int]:
+    from legalsat.api import optimize
+    from legalsat.kernels.words import transposed_dims, word_piece
+    from legalsat.schemas.plan import PieceOut
+
+    resp = optimize(w.request())
+    plan = next(p for p in resp["plans"] if p["strategy"] == "staged_smem")
+    a, b = transposed_dims(word_piece(PieceOut.model_validate(plan["pieces"][0]), "pieces[0]"))
+    return resp, plan, a, b
+
+
+@pytest.mark.parametrize("w", CASES, ids=[w.name for w in CASES])
+def test_every_tried_tile_walks_the_piece_and_stays_bit_exact(w):
+    require_client()
+    resp, plan, a, b = staged(w)
+    piece = plan["pieces"][0]
+    tried = [(ta, tb, 4) for ta, tb in tiles(piece, a, b)][:2] + byte_tiles(piece, a, b)[:3]
+    assert tried
+    for ta, tb, warps in tried:
+        v = variant(plan, a, b, ta, tb, warps)
+        vp = v["pieces"][0]
+        assert vp["tile"][a] == ta and vp["tile"][b] == tb and vp["num_warps"] == warps
+        assert vp["grid"] == [math.prod(-(-d["extent"] // t) for d, t in zip(vp["dims"], vp["tile"]))]
+        assert plan["pieces"][0]["tile"] == piece["tile"]  # the planned plan is left as it was
+        interpreted({**resp, "plans": [v]}, w.__dict__, seed=3)
+
+
+def test_byte_shapes_become_element_extents_within_the_dims():
+    def piece(eb, extents):
+        return {"element_bytes": eb, "dims": [{"extent": n} for n in extents]}
+
+    # 128 x 64 bytes of uint8 are 128 x 64 elements; of fp32 32 x 16; a dim of 8 is taken whole
+    assert byte_tiles(piece(1, [8192, 8192]), 0, 1)[0] == (128, 64, 8)
+    assert byte_tiles(piece(4, [4096, 4096]), 0, 1)[0] == (32, 16, 8)
+    assert {t[1] for t in byte_tiles(piece(4, [1 << 24, 8]), 0, 1)} == {8}
+    # shapes that meet in the same extents are tried once
+    small = byte_tiles(piece(2, [40, 3]), 0, 1)
+    assert len(small) == len(set(small))

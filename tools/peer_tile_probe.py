@@ -1,0 +1,162 @@
+"""The staged transposes where `torch.compile` comes within a few percent of legalsat: the
+planned tile against every other tile shape and warp count the staged kernel takes, next to
+`torch.compile` of the op and a same-size `copy_`, all timed from CUDA graphs (the device's
+time alone) in interleaved rounds. Inductor's generated code for each op is kept, so its
+tiles can be read next to ours.
+
+    python -m tools.peer_tile_probe [NAME ...]  # GPU: $OUT/peer_tile_probe.json, $OUT/inductor_*.py,
+                                                # a table last
+    python -m tools.peer_tile_probe shapes [NAME ...]
+        # GPU: every staged workload (default: all of the benchmark's), the planned tile and the
+        # tiles of `BYTE_SHAPES`, timed eagerly and from CUDA graphs: $OUT/peer_tile_shapes.json
+
+NAME: substrings of benchmark workload names (default: `WORKLOADS`). Every kernel is run on a
+poisoned output and compared bit for bit with PyTorch's before it is timed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+import re
+import sys
+from pathlib import Path
+
+WORKLOADS = ["NCHW→NHWC 32×256×56×56 bf16", "NHWC→NCHW 32×56×56×256 bf16", "AoS→SoA 16M×8 fp32",
+             "BHSD→BHDS 8×32×4096×128 bf16", "transpose 50257×4096 bf16"]
+SIDES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
+TILE_BYTES = (4096, 65536)  # the staged kernel's shared-memory tile, smallest and largest tried
+WARPS = (4, 8)
+# (bytes along the source-contiguous dim, bytes along the destination-contiguous dim, warps)
+BYTE_SHAPES = [(128, 64, 8), (128, 64, 4), (64, 128, 8), (256, 64, 8), (128, 128, 8), (256, 128, 8),
+               (256, 256, 8), (512, 64, 8)]
+
+
+def tiles(piece: dict, a: int, b: int) -> list[tuple[int, int]]:
+    """Extents to try along the transposed dims a and b: powers of two from 32 to 256 (longer
+    ones only against a dim shorter than 32, taken whole), within `TILE_BYTES`."""
+    dims, eb = piece["dims"], piece["element_bytes"]
+    cap = [1 << (dims[d]["extent"] - 1).bit_length() for d in (a, b)]
+
+    def sides(mine: int, other: int) -> list[int]:
+        if mine < 32:
+            return [mine]
+        return [s for s in SIDES if 32 <= s <= mine and (s <= 256 or other < 32)]
+
+    return [(ta, tb) for ta in sides(cap[0], cap[1]) for tb in sides(cap[1], cap[0])
+            if TILE_BYTES[0] <= ta * tb * eb <= TILE_BYTES[1]]
+
+
+def variant(base: dict, a: int, b: int, ta: int, tb: int, warps: int) -> dict:
+    """`base` (a staged plan) with its piece's tile along dims a, b and its warps replaced, its
+    grid the tile walk's."""
+    p = copy.deepcopy(base)
+    piece = p["pieces"][0]
+    tile = [1] * len(piece["dims"])
+    tile[a], tile[b] = ta, tb
+    piece["tile"], piece["num_warps"] = tile, warps
+    piece["grid"] = [math.prod(-(-d["extent"] // t) for d, t in zip(piece["dims"], tile))]
+    return p
+
+
+def byte_tiles(piece: dict, a: int, b: int) -> list[tuple[int, int, int]]:
+    """`BYTE_SHAPES` as element extents along dims a and b (at least one element, at most the
+    dim's extent rounded up to a power of two), each once."""
+    eb, dims = piece["element_bytes"], piece["dims"]
+    cap = [1 << (dims[d]["extent"] - 1).bit_length() for d in (a, b)]
+    out = []
+    for ra, rb, warps in BYTE_SHAPES:
+        t = (min(max(ra // eb, 1), cap[0]), min(max(rb // eb, 1), cap[1]), warps)
+        if t not in out:
+            out.append(t)
+    return out
+
+
+def inductor_source(fn) -> str:
+    """Inductor's generated code for `fn` (a torch.compile'd function of no arguments)."""
+    from torch._inductor.utils import run_and_get_code
+
+    _, sources = run_and_get_code(fn)
+    return "\n\n# ----\n\n".join(sources)
+
+
+def main(names: list[str], shapes: bool = False) -> None:
+    import torch
+
+    from benchmarks.environment import gpu_environment
+    from benchmarks.measure import same_size_copy, timed_together
+    from legalsat.clients.triton import build_kernel
+    from legalsat.kernels.words import transposed_dims, word_piece
+    from legalsat.schemas.plan import PieceOut
+    from legalsat.testing.torch_reference import compiled_peer, poison, same_bits
+    from tools.sweep import workloads
+
+    out = Path(os.environ.get("OUT", "."))
+    dev = torch.device("cuda")
+    result = {"env": gpu_environment(dev), "workloads": []}
+
+    def staged(resp: dict) -> dict | None:
+        return next((p for p in resp["plans"] if p["strategy"] == "staged_smem"), None)
+
+    for name, base, inp, want in workloads(staged, names or ([] if shapes else WORKLOADS)):
+        piece = base["pieces"][0]
+        a, b = transposed_dims(word_piece(PieceOut.model_validate(piece), "pieces[0]"))
+        planned = (piece["tile"][a], piece["tile"][b], piece["num_warps"])
+        fns, labels = [], []
+        tried = [planned, *byte_tiles(piece, a, b)] if shapes else \
+            [(ta, tb, w) for ta, tb in tiles(piece, a, b) for w in WARPS]
+        for ta, tb, warps in dict.fromkeys(tried):
+            try:
+                k = build_kernel(variant(base, a, b, ta, tb, warps), variant="tl")
+            except Exception as e:  # a shape the staged kernel does not take (the emitter says why)
+                print(f"{name[:40]:40s} {ta}x{tb} w{warps}: not built: {str(e).splitlines()[0][:120]}")
+                continue
+            poison(inp)
+            if not same_bits(inp.call(k), want):
+                print(f"{name[:40]:40s} {ta}x{tb} w{warps}: NOT bit-exact")
+                continue
+            fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
+            labels.append({"tile_a": ta, "tile_b": tb, "warps": warps,
+                           "planned": (ta, tb, warps) == planned})
+        peer = compiled_peer(inp)
+        exact = same_bits(peer(), want)
+        if not shapes:
+            slug = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
+            (out / f"inductor_{slug}.py").write_text(inductor_source(peer))
+        copy_fn = same_size_copy(inp.moved_bytes, dev)
+        ms = timed_together([*fns, peer, copy_fn], graph=True)
+        rows = [{**lab, "us": round(t * 1e3, 3)} for lab, t in zip(labels, ms)]
+        entry = {"workload": name, "dims": [a, b], "element_bytes": piece["element_bytes"],
+                 "planned_tile": list(planned), "torch_compile_exact": exact,
+                 "torch_compile_us": round(ms[-2] * 1e3, 3), "copy_us": round(ms[-1] * 1e3, 3)}
+        if shapes:  # eager too: the benchmark's table times eagerly (do_bench: an L2 flush, then the launch)
+            eager = timed_together([*fns, peer, copy_fn])
+            for r, t in zip(rows, eager):
+                r["eager_us"] = round(t * 1e3, 3)
+            entry.update(torch_compile_eager_us=round(eager[-2] * 1e3, 3), copy_eager_us=round(eager[-1] * 1e3, 3))
+        entry["kernels"] = sorted(rows, key=lambda r: r["us"])
+        result["workloads"].append(entry)
+        (out / ("peer_tile_shapes.json" if shapes else "peer_tile_probe.json")).write_text(
+            json.dumps(result, indent=1) + "\n")
+        del fns, peer, copy_fn
+        torch._dynamo.reset()
+    print(table(result))
+
+
+def table(result: dict) -> str:
+    lines = ["| workload | torch.compile us | copy_ us | planned tile (a x b, warps): us | fastest three |",
+             "| --- | ---: | ---: | --- | --- |"]
+    for w in result["workloads"]:
+        ks = w["kernels"]
+        pl = next((k for k in ks if k["planned"]), None)
+        best = "; ".join(f"{k['tile_a']}x{k['tile_b']} w{k['warps']}: {k['us']:.2f}" for k in ks[:3])
+        pls = f"{pl['tile_a']}x{pl['tile_b']} w{pl['warps']}: {pl['us']:.2f}" if pl else "–"
+        lines.append(f"| {w['workload']} | {w['torch_compile_us']:.2f} | {w['copy_us']:.2f} | {pls} | {best} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    main(args[1:], shapes=True) if args[:1] == ["shapes"] else main(args)

@@ -1,0 +1,113 @@
+"""What ran before a kernel, and what that does to its time: the planned kernel and
+`torch.compile` of the same op, each timed right after another operation (eagerly with
+do_bench, which flushes L2 before every run, and from CUDA graphs), for workloads whose
+tensors are about the size of the L2 (50 MB on the H100) and one far larger. Also the same
+kernel with its tensors placed elsewhere in device memory (behind padding allocations, or in
+memory the caching allocator kept from 2 GiB buffers freed before).
+
+    python -m tools.predecessor_probe [NAME ...]   # GPU: $OUT/predecessor_probe.json, a table last
+
+Each timing is the median of 3 (predecessor's do_bench, then the kernel's) pairs; every kernel
+is run on a poisoned output and compared bit for bit with PyTorch's first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+WORKLOADS = ["NCHW→NHWC 32×256×56×56 bf16", "NHWC→NCHW 32×56×56×256 bf16", "transpose 8192² bf16"]
+# (label, bytes allocated and kept before the inputs, bytes allocated and freed before them)
+PLACEMENTS = [("behind 2 MiB", 2 << 20, 0), ("behind 24 MiB", 24 << 20, 0), ("behind 100 MiB", 100 << 20, 0),
+              ("in freed 2 x 2 GiB", 0, 2 << 30)]
+
+
+def after(pred, fn) -> tuple[float, float]:
+    """`fn`'s median time (ms) from CUDA graphs and eagerly, each measurement right after one
+    of `pred` (None: right after `fn`'s own)."""
+    from triton.testing import do_bench, do_bench_cudagraph
+
+    graph, eager = [], []
+    for _ in range(3):
+        if pred is not None:
+            do_bench_cudagraph(pred, return_mode="median")
+        graph.append(do_bench_cudagraph(fn, return_mode="median"))
+        if pred is not None:
+            do_bench(pred, return_mode="median")
+        eager.append(do_bench(fn, return_mode="median"))
+    return sorted(graph)[1], sorted(eager)[1]
+
+
+def main(names: list[str]) -> None:
+    import torch
+
+    from benchmarks.environment import gpu_environment
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import compiled_peer, make_inputs, poison, reference, same_bits
+
+    out = Path(os.environ.get("OUT", "."))
+    dev = torch.device("cuda")
+    plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
+    result = {"env": gpu_environment(dev), "rows": []}
+
+    def inputs(entry, kept: int = 0, freed: int = 0):
+        if freed:
+            a, b = (torch.empty(freed, dtype=torch.uint8, device=dev) for _ in range(2))
+            del a, b
+        pad = torch.empty(kept, dtype=torch.uint8, device=dev) if kept else None
+        inp = make_inputs(entry["response"], entry["workload"], dev, torch.Generator(device=dev).manual_seed(1234))
+        return inp, pad
+
+    def record(name: str, case: str, who: str, ms: tuple[float, float]) -> None:
+        row = {"workload": name, "case": case, "kernel": who, "graph_us": round(ms[0] * 1e3, 2),
+               "eager_us": round(ms[1] * 1e3, 2)}
+        result["rows"].append(row)
+        print(json.dumps(row, ensure_ascii=False), flush=True)
+
+    def predecessors(name: str, entry: dict) -> None:
+        kernel = build_kernel(entry["response"])
+        inp, _ = inputs(entry)
+        want = reference(inp)
+        poison(inp)
+        assert same_bits(inp.call(kernel), want), f"{name}: the planned kernel is not bit-exact"
+        peer = compiled_peer(inp)
+        assert same_bits(peer(), want), f"{name}: torch.compile is not bit-exact"
+        n = inp.moved_bytes // 2
+        a, b = torch.randint(0, 255, (n,), dtype=torch.uint8, device=dev), torch.empty(n, dtype=torch.uint8,
+                                                                                       device=dev)
+        sa, sb = (torch.empty(4 << 20, dtype=torch.uint8, device=dev) for _ in range(2))
+
+        def legalsat():
+            return inp.call(kernel, check=False)
+
+        preds = {"the same-size copy_": lambda: b.copy_(a), "a 4 MiB copy_": lambda: sb.copy_(sa),
+                 "an elementwise add": lambda: torch.add(a, 1, out=b), "zero_ of its size": lambda: b.zero_(),
+                 "torch.compile of the op": peer, "the planned kernel": legalsat}
+        for label, pred in preds.items():
+            for who, fn in (("legalsat", legalsat), ("torch.compile", peer)):
+                record(name, f"after {label}", who, after(pred, fn))
+
+    def placed(name: str, entry: dict, label: str, kept: int, freed: int) -> None:
+        kernel = build_kernel(entry["response"])
+        inp, pad = inputs(entry, kept, freed)
+        copy_src, copy_dst = (torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev) for _ in range(2))
+        record(name, f"{label}, after the same-size copy_", "legalsat",
+               after(lambda: copy_dst.copy_(copy_src), lambda: inp.call(kernel, check=False)))
+
+    for name in names or WORKLOADS:
+        predecessors(name, plans[name])
+        torch.cuda.empty_cache()
+        for label, kept, freed in PLACEMENTS:  # where the tensors lie, after the same predecessor
+            placed(name, plans[name], label, kept, freed)
+            torch.cuda.empty_cache()
+        torch._dynamo.reset()
+        (out / "predecessor_probe.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print("| workload | case | kernel | graph us | eager us |\n| --- | --- | --- | ---: | ---: |")
+    for r in result["rows"]:
+        print(f"| {r['workload']} | {r['case']} | {r['kernel']} | {r['graph_us']:.2f} | {r['eager_us']:.2f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
