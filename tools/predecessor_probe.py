@@ -6,6 +6,9 @@ kernel with its tensors placed elsewhere in device memory (behind padding alloca
 memory the caching allocator kept from 2 GiB buffers freed before).
 
     python -m tools.predecessor_probe [NAME ...]   # GPU: $OUT/predecessor_probe.json, a table last
+    python -m tools.predecessor_probe --carveout [NAME ...]
+        # GPU: the planned kernel after the same-size copy_ with each preferred shared-memory
+        # carveout (cuFuncSetAttribute, cuda-bindings): $OUT/predecessor_carveout.json
 
 Each timing is the median of 3 (predecessor's do_bench, then the kernel's) pairs; every kernel
 is run on a poisoned output and compared bit for bit with PyTorch's first.
@@ -20,6 +23,7 @@ from pathlib import Path
 
 WORKLOADS = ["NCHW→NHWC 32×256×56×56 bf16", "NHWC→NCHW 32×56×56×256 bf16", "transpose 8192² bf16"]
 # (label, bytes allocated and kept before the inputs, bytes allocated and freed before them)
+CARVEOUTS = [-1, 100, 72, 58, 44, 30]  # percent of the SM's largest shared memory; -1: the driver's choice
 PLACEMENTS = [("behind 2 MiB", 2 << 20, 0), ("behind 24 MiB", 24 << 20, 0), ("behind 100 MiB", 100 << 20, 0),
               ("in freed 2 x 2 GiB", 0, 2 << 30)]
 
@@ -38,6 +42,50 @@ def after(pred, fn) -> tuple[float, float]:
             do_bench(pred, return_mode="median")
         eager.append(do_bench(fn, return_mode="median"))
     return sorted(graph)[1], sorted(eager)[1]
+
+
+def function_handle(kernel):
+    """The CUfunction of `kernel`'s (a legalsat Kernel, launched once) first launch."""
+    from cuda.bindings import driver
+
+    jit = getattr(kernel.module, kernel.emitted.launches[0].kernel)
+    compiled = [k for cache in jit.device_caches.values() for k in cache[0].values()][-1]
+    compiled._init_handles()
+    return driver.CUfunction(compiled.function)
+
+
+def carveouts(names: list[str]) -> None:
+    import torch
+    from cuda.bindings import driver
+
+    from benchmarks.environment import gpu_environment
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+
+    dev = torch.device("cuda")
+    plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
+    result = {"env": gpu_environment(dev), "rows": []}
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
+    for name in names or WORKLOADS[:1]:
+        entry = plans[name]
+        kernel = build_kernel(entry["response"])
+        inp = make_inputs(entry["response"], entry["workload"], dev, torch.Generator(device=dev).manual_seed(1234))
+        want = reference(inp)
+        poison(inp)
+        assert same_bits(inp.call(kernel), want), f"{name}: the planned kernel is not bit-exact"
+        func = function_handle(kernel)
+        a, b = (torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev) for _ in range(2))
+        for percent in CARVEOUTS:
+            (err,) = driver.cuFuncSetAttribute(func, attr, percent)
+            assert err == driver.CUresult.CUDA_SUCCESS, err
+            graph, eager = after(lambda a=a, b=b: b.copy_(a), lambda inp=inp, k=kernel: inp.call(k, check=False))
+            row = {"workload": name, "carveout_percent": percent, "graph_us": round(graph * 1e3, 2),
+                   "eager_us": round(eager * 1e3, 2)}
+            result["rows"].append(row)
+            print(json.dumps(row, ensure_ascii=False), flush=True)
+        driver.cuFuncSetAttribute(func, attr, -1)
+    out = Path(os.environ.get("OUT", "."))
+    (out / "predecessor_carveout.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
 
 
 def main(names: list[str]) -> None:
@@ -110,4 +158,5 @@ def main(names: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    args = sys.argv[1:]
+    carveouts(args[1:]) if args[:1] == ["--carveout"] else main(args)
