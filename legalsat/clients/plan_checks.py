@@ -52,6 +52,8 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
                                  f"{d.extent} writes one element {d.extent} times (racing writes): no plan of the "
                                  "planner's has one", "send the plan as the planner returned it")
     _check_descriptors(plan, target or "sm90")
+    if MovementKind(plan.kind) is MovementKind.GATHER and plan.gather is not None:
+        _check_gather_words(plan)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.COPY:
         src, dst = request_op.get("src"), request_op.get("dst")
         if isinstance(src, dict) and isinstance(dst, dict) and src.get("dtype") != dst.get("dtype"):
@@ -63,6 +65,24 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
         _check_slab(plan, request_op)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.LOAD_TILE:
         _check_tile_walk(plan, request_op)
+
+
+def _check_gather_words(plan: PlanOut) -> None:
+    """Each gather piece's word divides the gather's index strides: the kernels step by an
+    index in whole words (a word that does not divide them would start every entry's slab
+    short of its place)."""
+    from legalsat.kernels.words import word_bytes
+
+    g = plan.gather
+    for i, p in enumerate(plan.pieces):
+        if p.element_bytes not in (1, 2, 4, 8, 16):
+            continue  # word_piece names it
+        w = word_bytes(p.element_bytes)
+        for name in ("src_index_stride_bytes", "out_index_stride_bytes"):
+            if getattr(g, name) % w:
+                raise plan_error(f"pieces[{i}].element_bytes", f"pieces[{i}] moves {w}-byte words; gather.{name} "
+                                 f"({getattr(g, name)}) is no whole number of them: each entry's slab would start "
+                                 "between words", "send the plan as the planner returned it")
 
 
 def check_term(op: dict) -> None:
@@ -183,11 +203,24 @@ def _check_tile_walk(plan: PlanOut, op: dict) -> None:
     es = view_bytes(src)
     w = tile_walk(plan)  # the plan's own fields hold together, or the one that does not is named
     grid = tuple(cdiv(n, t) for n, t in zip(shape, tile))
+    # absent extents (plans before planner/8) say the tensor is the grid of tiles, no overhang
+    extents = w.extents if w.extents is not None else tuple(g * t for g, t in zip(w.grid, w.tile))
     for field, have, want in (("tile", w.tile, tile), ("tile_load.grid", w.grid, grid),
-                              ("tile_load.extents", w.extents or shape, shape), ("pieces[0].element_bytes", w.word, es)):
+                              ("tile_load.extents", extents, shape), ("pieces[0].element_bytes", w.word, es)):
         if tuple(have) != tuple(want) if isinstance(want, tuple) else have != want:
             raise plan_error(field, f"{field} is {list(have) if isinstance(have, tuple) else have}; the request's "
                              f"gives {list(want) if isinstance(want, tuple) else want}: the plan is not the request's",
+                             "plan the request again")
+    # the request's broadcast dims (stride 0) are loaded once or walked; no other dim is broadcast
+    stride0 = tuple(k for k in range(len(shape)) if shape[k] > 1 and strides[k] == 0)
+    if tuple(w.broadcast) not in ((), stride0):
+        raise plan_error("tile_load.broadcast", f"tile_load.broadcast is {list(w.broadcast)}; the request's broadcast "
+                         f"(stride-0) dims are {list(stride0)}: the plan is not the request's", "plan the request again")
+    walked = {k for d in w.dims for k, _ in (*d.parts, *d.coords)}
+    for k in range(len(shape)):
+        if (shape[k] > 1 or tile[k] > 1) and k not in walked and k not in w.broadcast:
+            raise plan_error("tile_load.coords", f"the plan's walk covers no request dim {k} (extent {shape[k]}, tile "
+                             f"{tile[k]}), nor loads it once as a broadcast: the plan is not the request's",
                              "plan the request again")
     if w.desc is not None:
         walked = [(d.extent, d.src_stride) for d in w.dims]

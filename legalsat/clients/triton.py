@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from legalsat.clients.plan_checks import check_plan, check_request, view_bytes
+from legalsat.clients.plan_checks import check_plan, check_request, check_term, view_bytes
 from legalsat.diagnostics import Code, InputError
 from legalsat.kernels import default_variant, emit, fields_as_passed, response_target, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
@@ -124,6 +124,7 @@ def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
     tensors re-allocated with the new pitches)."""
     if op is None or not plan.relayout:
         return op
+    check_term(op)  # the term as sent, blamed as the term; what a relayout makes of it, as that relayout
     op = dict(op)
     for i, r in enumerate(plan.relayout):
         view = op.get(r.side)
@@ -134,6 +135,11 @@ def _relaid_out(op: dict | None, plan: PlanOut) -> dict | None:
                              f"{r.old_stride_bytes} bytes the relayout replaces: the plan is not the request's",
                              "plan the request again")
         op[r.side] = {**view, "strides": list(new)}
+        try:
+            check_term(op)
+        except InputError as e:
+            raise plan_error(f"relayout[{i}]", f"relaid out to the pitch of {r.new_stride_bytes} bytes, the request's "
+                             f"{r.side} view is no valid view: {e.headline.message}", "plan the request again") from None
     return op
 
 
@@ -253,8 +259,10 @@ class Kernel:
             self._reach["dst"] += max(g.index_count - 1, 0) * g.out_index_stride_bytes
             # out's bytes: its shape's (the request's element) where the request is known, else
             # what the entries' slabs hold (checked against the tensor passed at each call)
-            self._check_out_bytes(prod(g.out_shape) * view_bytes(request_op["src"]) if request_op else
-                                  g.index_count * g.slab_bytes)
+            if request_op is None:
+                self._check_out_bytes(g.index_count * g.slab_bytes)
+            else:  # out_shape is the request's (check_request): the pieces reach past it
+                self._check_out_bytes(prod(g.out_shape) * view_bytes(request_op["src"]), "pieces")
         if request_op is not None and self.kind is MovementKind.COPY:  # every element once: as many as the views
             moved = sum(prod(d.extent for d in p.dims) * p.element_bytes for p in plan.pieces)
             src = request_op["src"]
@@ -273,10 +281,11 @@ class Kernel:
                                      "longer fits its views)")
         check_plan(plan, request_op, target)
 
-    def _check_out_bytes(self, out_bytes: int) -> None:
-        """A gather's entries reach no further than its out_shape holds (`out_bytes`)."""
+    def _check_out_bytes(self, out_bytes: int, field: str = "gather.out_shape") -> None:
+        """A gather's entries reach no further than its out_shape holds (`out_bytes`); `field`:
+        what is blamed (the out_shape of a plan alone; the pieces where the request gave it)."""
         if self._reach["dst"] > out_bytes:
-            raise plan_error("gather.out_shape", f"the plan's entries reach {self._reach['dst']} bytes of out; "
+            raise plan_error(field, f"the plan's entries reach {self._reach['dst']} bytes of out; "
                              f"out_shape {list(self.plan.gather.out_shape)} holds {out_bytes}: the plan is not one "
                              "the planner made", "send the plan as the planner returned it")
 

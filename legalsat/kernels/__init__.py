@@ -267,6 +267,8 @@ def _check_blocks(plan: PlanOut) -> None:
         fields.append(("gather.rows_per_program", [plan.gather.rows_per_program]))
         if plan.gather.executor is not None:  # the inspector-executor's rows a program (kernels.inspector)
             fields.append(("gather.executor.tile_rows", [plan.gather.executor.tile_rows]))
+        if plan.gather.window_rows is not None:  # a row gather's window (kernels.shuffle), a block too
+            fields.append(("gather.window_rows", [plan.gather.window_rows]))
     for field, extents in fields:
         if any(t < 1 or t & (t - 1) for t in extents) or prod(extents) > MAX_BLOCK_ELEMENTS:
             raise plan_error(field, f"{field} is {extents}: a kernel's block is powers of two, at most "

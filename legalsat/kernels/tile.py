@@ -207,6 +207,11 @@ def tile_walk(plan: PlanOut) -> TileWalk:
                              f"{nb} boxes hold {expect}")
     elif strategy is not Strategy.DIRECT:
         raise plan_error("strategy", f"load_tile plans are tma or direct, not {strategy.value}")
+    # a broadcast dim is loaded once and repeated in out: one the walk also reads would be
+    # stored once per position along it over the walk's own (past out's end)
+    if len(set(tl.broadcast)) != len(tl.broadcast) or any(not 0 <= k < rank or k in seen for k in tl.broadcast):
+        raise plan_error("tile_load.broadcast", f"{list(tl.broadcast)} are not tile dims the walk leaves out (the "
+                         f"walk's stage holds dims {sorted(seen)} of {rank})", "send the plan as the planner returned it")
     extents = None
     if tl.extents is not None:
         if len(tl.extents) != rank or any(not 0 < e <= g * t for e, g, t in zip(tl.extents, tl.grid, plan.tile)):

@@ -102,6 +102,14 @@ def tma_piece(piece: PieceOut, field: str) -> TmaPiece:
                          "plan the request again (the planner stores such rows with a direct tail piece)")
     src_dims = _match_dims(piece, ld, "src", f"{field}.descriptors[{li}]")
     dst_dims = _match_dims(piece, sd, "dst", f"{field}.descriptors[{si}]")
+    for dims, i, role in ((src_dims, li, "load"), (dst_dims, si, "store")):
+        # a dim no descriptor walks has no tile index: every program would move its first box
+        unwalked = [k for k, d in enumerate(piece.dims) if d.extent > 1 and k not in dims]
+        if unwalked:
+            k = unwalked[0]
+            raise plan_error(f"{field}.descriptors[{i}].global_dim", f"the {role} descriptor walks no dim {k} of its "
+                             f"piece (extent {piece.dims[k].extent}): its boxes would miss all but the first along it",
+                             "send the plan as the planner returned it")
     tile = [1] * len(piece.dims)
     for j, k in enumerate(src_dims):
         tile[k] = ld.box_dim[j] // (scale if j == 0 else 1)

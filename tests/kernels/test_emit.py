@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "tests" / "data" / "kernels"
 CASES = json.loads((ROOT / "benchmarks" / "kernel_cases.json").read_text())
 PICKS = [("transpose 40×72 bf16", "staged_smem", "tl"), ("transpose 40×72 bf16", "tma", "tl"),
-         ("transpose 40×72 bf16", "tma", "gluon"), ("AoS→SoA 777×4 bf16", "shuffle", "tl"),
+         ("transpose 40×72 bf16", "tma", "gluon"), ("NCHW→NHWC 2×24×7×9 fp16", "shuffle", "tl"),
          ("copy 50×4097 bf16 ragged", "direct", "tl"), ("gather 74 B rows 333 of 999", "direct", "tl"),
          ("MoE top-2 300×256 bf16 8 experts", "inspector_executor", "tl"),
          ("paged 40 of 64 pages ×16×8×128 bf16", "inspector_executor", "tl"),
