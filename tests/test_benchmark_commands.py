@@ -105,8 +105,8 @@ def test_the_gpu_plan_check_recorded_plans_run_on_misaligned_tensors_exact_or_re
 def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
     """benchmarks/gpu_plan_check_wide.json (the views past 2^31 words with six of the corpora,
     every plan built through the client's plan checks) and gpu_plan_check_recheck.json (the
-    first corpus planned again), and both again for planner/22 (`_h200`), as RESULTS.md
-    states them."""
+    first corpus planned again), both again for planner/22 (`_h200`), and that one's recheck
+    through the later plan checks on the H100 (`_h100`), as RESULTS.md states them."""
     import json
     from pathlib import Path
 
@@ -123,6 +123,8 @@ def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
         recheck = json.loads((root / f"gpu_plan_check_recheck{suffix}.json").read_text())
         assert recheck["requests"] == corpus(None) == 390
         records += [(wide, 167), (recheck, 1176)]
+    # planner/22's plans again on the H100, through the client's later plan checks
+    records.append((json.loads((root / "gpu_plan_check_recheck_h100.json").read_text()), 1176))
     for run, runs in records:
         assert not run["faults"] and not run["differing"] and not run["misaligned"]
         assert all(key.endswith(" exact") for key in run["counts"]) and sum(run["counts"].values()) == runs
