@@ -78,8 +78,6 @@ def main() -> None:
                     plan["cost"]["estimated_us"] > 1.5 * resp["plans"][0]["cost"]["estimated_us"]:
                 continue
             base = build_kernel(resp, variant="tl", plan_index=i)
-            labels.append(f"{plan['strategy']} (build_kernel's own)")
-            fns.append(lambda k=base, inp=inp: inp.call(k, check=False))
             for ln, load in LOAD_HINTS.items():
                 for sn, store in STORE_HINTS.items():
                     k = Kernel(base.plan, dataclasses.replace(base.emitted, source=hinted(base.source, load, store)),

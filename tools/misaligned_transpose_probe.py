@@ -137,37 +137,31 @@ def shear_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, segments: int, 
     return "\n".join(shfl) + "\n\n\n" + "\n".join(lines) + "\n", nat * nbt
 
 
-def shear_sm90_ptx(ta: int = 128, segments: int = 2, warps: int = 4, align: int = SECTOR) -> str:
-    """The PTX of the workload's shear tile compiled for sm90 (no GPU needed)."""
+def _sm90_ptx(text: str, fn_name: str, warps: int, gluon: bool) -> str:
+    """The PTX of kernel `fn_name` of source `text` compiled for sm90 (no GPU needed), its
+    pointers taken 16-byte aligned as Triton specializes them at launch."""
     import triton
     from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from legalsat.clients.triton import load_module
 
-    text, _ = shear_kernel(4096, 50257, 4096, 50257, ta, segments, warps, align)
-    fn = load_module(HEADER_GLUON + "\n" + text).shear_tile
+    fn = getattr(load_module((HEADER_GLUON if gluon else HEADER_TL) + "\n" + text), fn_name)
     aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
-    k = triton.compile(GluonASTSource(fn, {"src": "*bf16", "dst": "*bf16"}, constexprs={}, attrs=aligned),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-    return k.asm["ptx"]
+    source = (GluonASTSource if gluon else ASTSource)(fn, {"src": "*bf16", "dst": "*bf16"}, constexprs={},
+                                                      attrs=aligned)
+    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+
+
+def shear_sm90_ptx(ta: int = 128, segments: int = 2, warps: int = 4, align: int = SECTOR) -> str:
+    """The PTX of the workload's shear tile compiled for sm90."""
+    return _sm90_ptx(shear_kernel(4096, 50257, 4096, 50257, ta, segments, warps, align)[0], "shear_tile", warps, True)
 
 
 def sm90_ptx(ta: int = 128, tb: int = 64, warps: int = 4) -> str:
-    """The PTX of the workload's class tile compiled for sm90 (no GPU needed), its pointers
-    taken 16-byte aligned as Triton specializes them at launch."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
-
-    from legalsat.clients.triton import load_module
-
-    text, _ = class_kernel(4096, 50257, 4096, 50257, ta, tb)
-    fn = load_module(HEADER_TL + "\n" + text).class_tile
-    aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
-    k = triton.compile(ASTSource(fn, {"src": "*bf16", "dst": "*bf16"}, constexprs={}, attrs=aligned),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-    return k.asm["ptx"]
+    """The PTX of the workload's class tile compiled for sm90."""
+    return _sm90_ptx(class_kernel(4096, 50257, 4096, 50257, ta, tb)[0], "class_tile", warps, False)
 
 
 def main() -> list[dict]:

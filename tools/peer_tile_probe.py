@@ -24,6 +24,8 @@ import re
 import sys
 from pathlib import Path
 
+from legalsat.terms.integers import cdiv, pow2_at_least
+
 WORKLOADS = ["NCHW→NHWC 32×256×56×56 bf16", "NHWC→NCHW 32×56×56×256 bf16", "AoS→SoA 16M×8 fp32",
              "BHSD→BHDS 8×32×4096×128 bf16", "transpose 50257×4096 bf16"]
 SIDES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
@@ -34,11 +36,15 @@ BYTE_SHAPES = [(128, 64, 8), (128, 64, 4), (64, 128, 8), (256, 64, 8), (128, 128
                (256, 256, 8), (512, 64, 8)]
 
 
+def caps(piece: dict, a: int, b: int) -> tuple[int, int]:
+    """The extents of dims a and b rounded up to powers of two: the longest tile along each."""
+    return tuple(pow2_at_least(piece["dims"][d]["extent"]) for d in (a, b))
+
+
 def tiles(piece: dict, a: int, b: int) -> list[tuple[int, int]]:
     """Extents to try along the transposed dims a and b: powers of two from 32 to 256 (longer
     ones only against a dim shorter than 32, taken whole), within `TILE_BYTES`."""
-    dims, eb = piece["dims"], piece["element_bytes"]
-    cap = [1 << (dims[d]["extent"] - 1).bit_length() for d in (a, b)]
+    eb, cap = piece["element_bytes"], caps(piece, a, b)
 
     def sides(mine: int, other: int) -> list[int]:
         if mine < 32:
@@ -57,15 +63,14 @@ def variant(base: dict, a: int, b: int, ta: int, tb: int, warps: int) -> dict:
     tile = [1] * len(piece["dims"])
     tile[a], tile[b] = ta, tb
     piece["tile"], piece["num_warps"] = tile, warps
-    piece["grid"] = [math.prod(-(-d["extent"] // t) for d, t in zip(piece["dims"], tile))]
+    piece["grid"] = [math.prod(cdiv(d["extent"], t) for d, t in zip(piece["dims"], tile))]
     return p
 
 
 def byte_tiles(piece: dict, a: int, b: int) -> list[tuple[int, int, int]]:
     """`BYTE_SHAPES` as element extents along dims a and b (at least one element, at most the
     dim's extent rounded up to a power of two), each once."""
-    eb, dims = piece["element_bytes"], piece["dims"]
-    cap = [1 << (dims[d]["extent"] - 1).bit_length() for d in (a, b)]
+    eb, cap = piece["element_bytes"], caps(piece, a, b)
     out = []
     for ra, rb, warps in BYTE_SHAPES:
         t = (min(max(ra // eb, 1), cap[0]), min(max(rb // eb, 1), cap[1]), warps)

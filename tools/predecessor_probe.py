@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 WORKLOADS = ["NCHW→NHWC 32×256×56×56 bf16", "NHWC→NCHW 32×56×56×256 bf16", "transpose 8192² bf16"]
-# (label, bytes allocated and kept before the inputs, bytes allocated and freed before them)
 CARVEOUTS = [-1, 100, 72, 58, 44, 30]  # percent of the SM's largest shared memory; -1: the driver's choice
+# (label, bytes allocated and kept before the inputs, bytes allocated and freed before them)
 PLACEMENTS = [("behind 2 MiB", 2 << 20, 0), ("behind 24 MiB", 24 << 20, 0), ("behind 100 MiB", 100 << 20, 0),
               ("in freed 2 x 2 GiB", 0, 2 << 30)]
 
@@ -54,31 +54,35 @@ def function_handle(kernel):
     return driver.CUfunction(compiled.function)
 
 
+def checked(kernel, inp, want):
+    """`kernel` run once on `inp` over a poisoned output, asserted bit-exact with `want`."""
+    from legalsat.testing.torch_reference import poison, same_bits
+
+    poison(inp)
+    assert same_bits(inp.call(kernel), want), f"{kernel!r} is not bit-exact"
+    return kernel
+
+
 def carveouts(names: list[str]) -> None:
     import torch
     from cuda.bindings import driver
 
     from benchmarks.environment import gpu_environment
+    from benchmarks.measure import same_size_copy
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+    from tools.sweep import workloads
 
     dev = torch.device("cuda")
-    plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
     result = {"env": gpu_environment(dev), "rows": []}
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
-    for name in names or WORKLOADS[:1]:
-        entry = plans[name]
-        kernel = build_kernel(entry["response"])
-        inp = make_inputs(entry["response"], entry["workload"], dev, torch.Generator(device=dev).manual_seed(1234))
-        want = reference(inp)
-        poison(inp)
-        assert same_bits(inp.call(kernel), want), f"{name}: the planned kernel is not bit-exact"
+    for name, resp, inp, want in workloads(lambda r: r, names or WORKLOADS[:1]):
+        kernel = checked(build_kernel(resp), inp, want)
         func = function_handle(kernel)
-        a, b = (torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev) for _ in range(2))
+        copy_fn = same_size_copy(inp.moved_bytes, dev)
         for percent in CARVEOUTS:
             (err,) = driver.cuFuncSetAttribute(func, attr, percent)
             assert err == driver.CUresult.CUDA_SUCCESS, err
-            graph, eager = after(lambda a=a, b=b: b.copy_(a), lambda inp=inp, k=kernel: inp.call(k, check=False))
+            graph, eager = after(copy_fn, lambda inp=inp, k=kernel: inp.call(k, check=False))
             row = {"workload": name, "carveout_percent": percent, "graph_us": round(graph * 1e3, 2),
                    "eager_us": round(eager * 1e3, 2)}
             result["rows"].append(row)
@@ -92,12 +96,14 @@ def main(names: list[str]) -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
+    from benchmarks.measure import same_size_copy
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import compiled_peer, make_inputs, poison, reference, same_bits
+    from legalsat.testing.torch_reference import compiled_peer, make_inputs, reference, same_bits
+    from tools.sweep import PLANS
 
     out = Path(os.environ.get("OUT", "."))
     dev = torch.device("cuda")
-    plans = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json").read_text())
+    plans = json.loads(PLANS.read_text())
     result = {"env": gpu_environment(dev), "rows": []}
 
     def inputs(entry, kept: int = 0, freed: int = 0):
@@ -114,12 +120,10 @@ def main(names: list[str]) -> None:
         result["rows"].append(row)
         print(json.dumps(row, ensure_ascii=False), flush=True)
 
-    def predecessors(name: str, entry: dict) -> None:
-        kernel = build_kernel(entry["response"])
+    def predecessors(name: str, entry: dict):
         inp, _ = inputs(entry)
         want = reference(inp)
-        poison(inp)
-        assert same_bits(inp.call(kernel), want), f"{name}: the planned kernel is not bit-exact"
+        kernel = checked(build_kernel(entry["response"]), inp, want)
         peer = compiled_peer(inp)
         assert same_bits(peer(), want), f"{name}: torch.compile is not bit-exact"
         n = inp.moved_bytes // 2
@@ -136,19 +140,19 @@ def main(names: list[str]) -> None:
         for label, pred in preds.items():
             for who, fn in (("legalsat", legalsat), ("torch.compile", peer)):
                 record(name, f"after {label}", who, after(pred, fn))
+        return kernel
 
-    def placed(name: str, entry: dict, label: str, kept: int, freed: int) -> None:
-        kernel = build_kernel(entry["response"])
+    def placed(name: str, entry: dict, kernel, label: str, kept: int, freed: int) -> None:
         inp, pad = inputs(entry, kept, freed)
-        copy_src, copy_dst = (torch.empty(inp.moved_bytes // 2, dtype=torch.uint8, device=dev) for _ in range(2))
+        checked(kernel, inp, reference(inp))  # on these inputs too
         record(name, f"{label}, after the same-size copy_", "legalsat",
-               after(lambda: copy_dst.copy_(copy_src), lambda: inp.call(kernel, check=False)))
+               after(same_size_copy(inp.moved_bytes, dev), lambda: inp.call(kernel, check=False)))
 
     for name in names or WORKLOADS:
-        predecessors(name, plans[name])
+        kernel = predecessors(name, plans[name])
         torch.cuda.empty_cache()
         for label, kept, freed in PLACEMENTS:  # where the tensors lie, after the same predecessor
-            placed(name, plans[name], label, kept, freed)
+            placed(name, plans[name], kernel, label, kept, freed)
             torch.cuda.empty_cache()
         torch._dynamo.reset()
         (out / "predecessor_probe.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

@@ -25,12 +25,11 @@ import dataclasses
 import json
 from pathlib import Path
 
+from legalsat.terms.dtypes import ELEMENT_TYPES
 from legalsat.terms.integers import cdiv
 from legalsat.terms.movement import SKEW_SECTOR_BYTES
 
-HERE = Path(__file__).resolve().parent.parent / "benchmarks"
-PLANS = HERE / "sector_pitch_probe_plans.json"
-ELEMENT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+PLANS = Path(__file__).resolve().parent.parent / "benchmarks" / "sector_pitch_probe_plans.json"
 
 # (dtype, source rows, columns, destination pitch): src (rows, columns) row-major, copied to
 # its transpose whose rows are `pitch` elements apart
@@ -60,7 +59,7 @@ def request(dtype: str, rows: int, cols: int, pitch: int) -> dict:
 
 def sector_pitch(dtype: str, pitch: int) -> int:
     """The least pitch at or above `pitch` whose rows start on a sector."""
-    per = SKEW_SECTOR_BYTES // ELEMENT_BYTES[dtype]
+    per = SKEW_SECTOR_BYTES * 8 // ELEMENT_TYPES[dtype].storage_bits
     return cdiv(pitch, per) * per
 
 
@@ -127,7 +126,7 @@ def run(*which: str) -> None:
 
     from benchmarks.measure import same_size_copy, timed_against_copy, write_probe
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
+    from legalsat.testing.torch_reference import make_inputs, reference
 
     rows, bench = [], []
     for workload, entry in json.loads(PLANS.read_text()).items():
@@ -146,21 +145,27 @@ def run(*which: str) -> None:
                     _masked_everywhere(lambda e=entry: build_kernel(e["plain"], variant="tl")), entry["plain"])]
         names, fns = [], []
         for label, k, r in kernels:
-            poison(inp)
-            assert same_bits(inp.call(k), want), f"{workload}: {label} differs from PyTorch"
             pc = r["plans"][0]["pieces"][0]
             names.append(f"{label} {pc['tile']}{' skewed' if pc.get('skewed_stores') else ''}")
-            fns.append(lambda k=k, inp=inp: inp.call(k))
+            fns.append(_checked(f"{workload}: {label}", k, inp, want))
         names.append("same-size copy_")
         fns.append(same_size_copy(resp["plans"][0]["cost"]["bytes_moved"], "cuda"))
         print(workload, flush=True)
         rows += [{"workload": workload, **r} for r in timed_against_copy(names, fns)]
         write_probe("sector_pitch_probe.json", "transposes into rows off a sector, or ragged", rows)
-    if rows:
-        write_probe("sector_pitch_probe.json", "transposes into rows off a sector, or ragged", rows)
     print(f"\n{'workload':60s} {'kernel':44s} {'us':>8s} {'of copy':>8s}")
     for r in rows + bench:
         print(f"{r['workload']:60s} {r['kernel']:44s} {r['us']:8.1f} {r['copy_ratio']:8.3f}")
+
+
+def _checked(what: str, kernel, inp, want):
+    """`kernel` run on `inp` over a poisoned output and asserted bit-exact with `want`; the
+    call to time."""
+    from legalsat.testing.torch_reference import poison, same_bits
+
+    poison(inp)
+    assert same_bits(inp.call(kernel), want), f"{what} differs from PyTorch"
+    return lambda: inp.call(kernel)
 
 
 def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
@@ -170,19 +175,15 @@ def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
 
     from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import compiled_peer, make_inputs, poison, reference, same_bits
+    from legalsat.testing.torch_reference import compiled_peer, make_inputs, reference, same_bits
 
     resp = entry["planned"]
     inp = make_inputs(resp, entry["workload"], "cuda", torch.Generator(device="cuda").manual_seed(1))
     want = reference(inp)
     kernels = [("planned", build_kernel(resp, variant="tl")),
                ("every program masked", _masked_everywhere(lambda: build_kernel(resp, variant="tl")))]
-    names, fns = [], []
-    for label, k in kernels:
-        poison(inp)
-        assert same_bits(inp.call(k), want), f"{workload}: {label} differs from PyTorch"
-        names.append(f"{label} {resp['plans'][0]['pieces'][0]['tile']}")
-        fns.append(lambda k=k, inp=inp: inp.call(k))
+    names = [f"{label} {resp['plans'][0]['pieces'][0]['tile']}" for label, _ in kernels]
+    fns = [_checked(f"{workload}: {label}", k, inp, want) for label, k in kernels]
     torch._dynamo.reset()
     peer = compiled_peer(inp)
     assert same_bits(peer(), want), f"{workload}: torch.compile differs"

@@ -52,8 +52,6 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
                                  f"{d.extent} writes one element {d.extent} times (racing writes): no plan of the "
                                  "planner's has one", "send the plan as the planner returned it")
     _check_descriptors(plan, target or "sm90")
-    if MovementKind(plan.kind) is MovementKind.GATHER and plan.gather is not None:
-        _check_gather_words(plan)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.COPY:
         src, dst = request_op.get("src"), request_op.get("dst")
         if isinstance(src, dict) and isinstance(dst, dict) and src.get("dtype") != dst.get("dtype"):
@@ -65,24 +63,6 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
         _check_slab(plan, request_op)
     if request_op is not None and MovementKind(plan.kind) is MovementKind.LOAD_TILE:
         _check_tile_walk(plan, request_op)
-
-
-def _check_gather_words(plan: PlanOut) -> None:
-    """Each gather piece's word divides the gather's index strides: the kernels step by an
-    index in whole words (a word that does not divide them would start every entry's slab
-    short of its place)."""
-    from legalsat.kernels.words import word_bytes
-
-    g = plan.gather
-    for i, p in enumerate(plan.pieces):
-        if p.element_bytes not in (1, 2, 4, 8, 16):
-            continue  # word_piece names it
-        w = word_bytes(p.element_bytes)
-        for name in ("src_index_stride_bytes", "out_index_stride_bytes"):
-            if getattr(g, name) % w:
-                raise plan_error(f"pieces[{i}].element_bytes", f"pieces[{i}] moves {w}-byte words; gather.{name} "
-                                 f"({getattr(g, name)}) is no whole number of them: each entry's slab would start "
-                                 "between words", "send the plan as the planner returned it")
 
 
 def check_term(op: dict) -> None:
@@ -216,9 +196,9 @@ def _check_tile_walk(plan: PlanOut, op: dict) -> None:
     if tuple(w.broadcast) not in ((), stride0):
         raise plan_error("tile_load.broadcast", f"tile_load.broadcast is {list(w.broadcast)}; the request's broadcast "
                          f"(stride-0) dims are {list(stride0)}: the plan is not the request's", "plan the request again")
-    walked = {k for d in w.dims for k, _ in (*d.parts, *d.coords)}
+    walked_dims = {k for d in w.dims for k, _ in (*d.parts, *d.coords)}
     for k in range(len(shape)):
-        if (shape[k] > 1 or tile[k] > 1) and k not in walked and k not in w.broadcast:
+        if (shape[k] > 1 or tile[k] > 1) and k not in walked_dims and k not in w.broadcast:
             raise plan_error("tile_load.coords", f"the plan's walk covers no request dim {k} (extent {shape[k]}, tile "
                              f"{tile[k]}), nor loads it once as a broadcast: the plan is not the request's",
                              "plan the request again")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from math import prod
 
 from legalsat.kernels.source import Launch, decompose, program_id, wide_aranges
-from legalsat.kernels.words import INT32_LIMIT, WordPiece, plan_error
+from legalsat.kernels.words import INT32_LIMIT, WordPiece, index_strides, plan_error
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
 from legalsat.terms.movement import misaligned_pitch
@@ -257,14 +257,12 @@ def emit_direct_gather(pieces: list[tuple[int, WordPiece, PieceOut]], gather: Ga
         if len(raw.tile) == 2:
             name = f"gather_columns_{i}"
             text, grid = gather_columns_kernel(name, p, rows, max(raw.tile[1] * raw.element_bytes // p.word, 1),
-                                               count, gather.index_bound, gather.src_index_stride_bytes // p.word,
-                                               gather.out_index_stride_bytes // p.word)
+                                               count, gather.index_bound, *index_strides(gather, p, i))
             texts.append(text)
             launches.append(Launch(name, grid, num_warps, ("src", "index", "out"), word=p.word))
             continue
         name = f"gather_rows_{i}"
         texts.append(gather_rows_kernel(name, p, rows, count, gather.index_bound,
-                                        gather.src_index_stride_bytes // p.word,
-                                        gather.out_index_stride_bytes // p.word))
+                                        *index_strides(gather, p, i)))
         launches.append(Launch(name, cdiv(count, rows), num_warps, ("src", "index", "out"), word=p.word))
     return texts, launches

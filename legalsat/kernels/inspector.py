@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from legalsat.kernels.direct import gather_rows_kernel
 from legalsat.kernels.source import Launch
-from legalsat.kernels.words import WordPiece
+from legalsat.kernels.words import WordPiece, index_strides
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv, pow2_at_least
 from legalsat.terms.smem import INSPECTOR_BUCKET_SCAN, INSPECTOR_STEP_ELEMENTS
@@ -169,8 +169,7 @@ def emit_inspector_executor(pieces: list[tuple[int, WordPiece, PieceOut]], gathe
         name = f"execute_rows_{i}"
         # plain gathers: entries in bucket order, each written to its own output row;
         # grouped: the output itself is in group order
-        texts.append(gather_rows_kernel(name, p, rows, count, bound, gather.src_index_stride_bytes // p.word,
-                                        gather.out_index_stride_bytes // p.word,
+        texts.append(gather_rows_kernel(name, p, rows, count, bound, *index_strides(gather, p, i),
                                         positions=None if groups else "sorted_pos"))
         args = ("src", "buf:sorted_index", "out") if groups else ("src", "buf:sorted_index", "buf:sorted_pos", "out")
         launches.append(Launch(name, cdiv(count, rows), num_warps, args, word=p.word))

@@ -19,7 +19,7 @@ from math import prod
 
 from legalsat.kernels.direct import slab_steps
 from legalsat.kernels.source import Launch, decompose, program_id, wide_aranges
-from legalsat.kernels.words import WordPiece, transposed_dims
+from legalsat.kernels.words import WordPiece, index_strides, transposed_dims
 from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import cdiv
 
@@ -121,7 +121,6 @@ def emit_shuffle_gather(pieces: list[tuple[int, WordPiece, PieceOut]], gather: G
     for i, p, _ in pieces:
         name = f"gather_window_{i}"
         texts.append(shuffle_gather_kernel(name, p, rows, window, count, gather.index_bound,
-                                           gather.src_index_stride_bytes // p.word,
-                                           gather.out_index_stride_bytes // p.word))
+                                           *index_strides(gather, p, i)))
         launches.append(Launch(name, cdiv(count, rows), num_warps, ("src", "index", "out"), word=p.word))
     return texts, launches

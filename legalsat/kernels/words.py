@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from math import prod
 
 from legalsat.diagnostics import Code, InputError
-from legalsat.schemas.plan import PieceOut
+from legalsat.schemas.plan import GatherOut, PieceOut
 from legalsat.terms.integers import span
 from legalsat.terms.movement import transposed_pair
 
@@ -106,6 +106,17 @@ def word_piece(piece: PieceOut, field: str) -> WordPiece:
         if getattr(piece, name) % w:
             raise plan_error(f"{field}.{name}", f"{field}.{name} is not a multiple of the {w}-byte word")
     return WordPiece(w, lanes, tuple(dims), tuple(tile), piece.src_offset_bytes // w, piece.dst_offset_bytes // w)
+
+
+def index_strides(gather: GatherOut, p: WordPiece, i: int) -> tuple[int, int]:
+    """An index entry's step on each side (src, out) in piece `i`'s words; InputError when
+    the word does not divide them (each entry's slab would start between words)."""
+    for name in ("src_index_stride_bytes", "out_index_stride_bytes"):
+        if getattr(gather, name) % p.word:
+            raise plan_error(f"pieces[{i}].element_bytes", f"pieces[{i}] moves {p.word}-byte words; gather.{name} "
+                             f"({getattr(gather, name)}) is no whole number of them: each entry's slab would start "
+                             "between words")
+    return gather.src_index_stride_bytes // p.word, gather.out_index_stride_bytes // p.word
 
 
 def transposed_dims(p: WordPiece) -> tuple[int, int] | None:

@@ -35,6 +35,12 @@ def permuted(dtype, shape, perm):
     return view(dtype, shape, strides)
 
 
+# a rank-8 permute of fp32: tens of ms of planning, what the budget tests starve
+RANK8_SHAPE, RANK8_PERM = [3, 5, 2, 7, 4, 3, 2, 6], [7, 2, 5, 0, 3, 6, 1, 4]
+RANK8_PERMUTE = {"op": {"kind": "copy", "src": view("float32", RANK8_SHAPE),
+                        "dst": permuted("float32", RANK8_SHAPE, RANK8_PERM)}}
+
+
 def reordered_copy(dtype: str = "float32", shape=(64, 8, 5, 4, 3, 2, 2)) -> dict:
     """The op of a contiguous copy whose dims are listed innermost first: they coalesce only
     after the layout rules reorder them, so its e-graph grows with the orders of its dims

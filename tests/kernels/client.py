@@ -77,8 +77,28 @@ def sm90_access_counts(request: dict, variant: str = "tl") -> dict:
     accesses in the PTX of the first plan's one kernel for `request`, compiled for sm90 with
     16-byte aligned pointers (`legalsat.clients.resources.compile_kernel`; no GPU needed), and
     the variant emitted. In a child process: compiled, whatever TRITON_INTERPRET this one has."""
+    return json.loads(compiled_in_child(_SM90_COUNTS, json.dumps(request), variant).splitlines()[-1])
+
+
+def compiled_in_child(code: str, *args: str) -> str:
+    """What `python -c code *args` prints, run from the repository in a child process without
+    TRITON_INTERPRET (Triton compiles there, whatever this process interprets); asserted to exit 0."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-c", _SM90_COUNTS, json.dumps(request), variant], capture_output=True,
-                       text=True, env=env, cwd=Path(__file__).resolve().parents[2], timeout=600)
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
+                       cwd=Path(__file__).resolve().parents[2], timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return r.stdout.strip()
+
+
+def refused(obj, field: str, *args, plan_index: int = 0, variant: str = "tl", **kw):
+    """The InputError `build_kernel(obj, plan_index=..., variant=...)` raises, or the built
+    kernel called with `args`/`kw` raises: an invalid plan whose field names `field`."""
+    from legalsat.clients.triton import build_kernel
+    from legalsat.diagnostics import InputError
+
+    with pytest.raises(InputError) as e:
+        k = build_kernel(obj, plan_index=plan_index, variant=variant)
+        k(*args, **kw)
+    assert e.value.details[0].code.value[0] == "invalid_plan", e.value.details[0]
+    assert field in (e.value.details[0].field or ""), e.value.details[0]
+    return e.value

@@ -3,18 +3,11 @@ class count (interpreter), and its stores away from the edges whole 16-byte vect
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
 from legalsat.kernels.source import HEADER_TL
-from tests.kernels.client import require_client
+from tests.kernels.client import compiled_in_child, require_client
 from tools.misaligned_transpose_probe import class_kernel, shear_kernel
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("na,nb,pitch", [(24, 37, 37), (40, 45, 46), (19, 70, 75), (16, 33, 36), (16, 40, 40)])
@@ -37,12 +30,10 @@ def test_the_class_tile_is_bit_exact_into_misaligned_rows(monkeypatch, na, nb, p
 
 def test_the_class_tile_stores_whole_vectors_away_from_the_edges():
     require_client()
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # compiled, not interpreted
-    r = subprocess.run([sys.executable, "-c", "from tools.misaligned_transpose_probe import sm90_ptx; "
-                        "print(sm90_ptx().count('st.global.v4.b32'))"], capture_output=True, cwd=ROOT, text=True,
-                       env=env, timeout=600)
+    out = compiled_in_child("from tools.misaligned_transpose_probe import sm90_ptx; "
+                            "print(sm90_ptx().count('st.global.v4.b32'))")
     # one vector store a thread for each of the 8 classes of rows (pitch 50257: 8 alignments)
-    assert r.returncode == 0 and int(r.stdout.split()[-1]) == 8, r.stderr[-2000:]
+    assert int(out.split()[-1]) == 8
 
 
 def test_a_tile_the_alignment_hint_would_not_hold_for_is_refused():
@@ -54,12 +45,10 @@ def test_a_tile_the_alignment_hint_would_not_hold_for_is_refused():
 
 def test_the_shear_tile_shuffles_once_an_element_and_stores_whole_vectors():
     require_client()
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    code = ("from tools.misaligned_transpose_probe import shear_sm90_ptx; p = shear_sm90_ptx(128, 2, 4); "
-            "print(p.count('shfl.sync.idx'), p.count('st.global.v4.b32'), p.count('ld.global.v4.b32'))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=ROOT, text=True, env=env, timeout=600)
-    assert r.returncode == 0, r.stderr[-2000:]
-    shuffles, stores, loads = map(int, r.stdout.split()[-3:])
+    out = compiled_in_child("from tools.misaligned_transpose_probe import shear_sm90_ptx; "
+                            "p = shear_sm90_ptx(128, 2, 4); print(p.count('shfl.sync.idx'), "
+                            "p.count('st.global.v4.b32'), p.count('ld.global.v4.b32'))")
+    shuffles, stores, loads = map(int, out.split()[-3:])
     # 128 threads, 32 x 128 elements a segment: 32 a thread; 3 segments loaded (two and the
     # next one's half), 2 stored as 16-byte vectors (4 a thread each) away from the edges
     assert shuffles == 3 * 32 and stores == 2 * 4

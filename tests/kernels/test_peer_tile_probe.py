@@ -4,10 +4,11 @@ become element extents within the dims."""
 
 from __future__ import annotations
 
-import math
+import copy
 
 import pytest
 
+from legalsat.kernels import emit
 from legalsat.testing.workloads import small_cases
 from tests.kernels.client import interpreted, require_client
 from tools.peer_tile_probe import byte_tiles, tiles, variant
@@ -34,12 +35,13 @@ def test_every_tried_tile_walks_the_piece_and_stays_bit_exact(w):
     piece = plan["pieces"][0]
     tried = [(ta, tb, 4) for ta, tb in tiles(piece, a, b)][:2] + byte_tiles(piece, a, b)[:3]
     assert tried
+    planned = copy.deepcopy(plan)
     for ta, tb, warps in tried:
         v = variant(plan, a, b, ta, tb, warps)
         vp = v["pieces"][0]
         assert vp["tile"][a] == ta and vp["tile"][b] == tb and vp["num_warps"] == warps
-        assert vp["grid"] == [math.prod(-(-d["extent"] // t) for d, t in zip(vp["dims"], vp["tile"]))]
-        assert plan["pieces"][0]["tile"] == piece["tile"]  # the planned plan is left as it was
+        assert vp["grid"] == [emit(v).launches[0].grid]  # the programs the emitted kernel launches
+        assert plan == planned  # the planned plan is left as it was
         interpreted({**resp, "plans": [v]}, w.__dict__, seed=3)
 
 

@@ -14,14 +14,10 @@ from legalsat.api import optimize
 from legalsat.diagnostics import InputError
 from legalsat.kernels import emit
 from tests.kernels.client import interpreted, require_client, skewed_response, sm90_access_counts
+from tools.sector_pitch_probe import name, request
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = json.loads((ROOT / "benchmarks" / "sector_pitch_probe.json").read_text())
-
-
-def _transpose(dtype: str, rows: int, cols: int, pitch: int) -> dict:
-    return {"op": {"kind": "copy", "src": {"dtype": dtype, "shape": [rows, cols], "strides": [cols, 1]},
-                   "dst": {"dtype": dtype, "shape": [rows, cols], "strides": [1, pitch]}}}
 
 
 def _staged(resp: dict) -> dict:
@@ -33,14 +29,14 @@ def test_a_ragged_plain_tile_stores_whole_vectors_inside():
     the 128-row tile): every program was masked and every store one element wide (132.6 us on
     the H100 against 41.5 unmasked inside, a 38.4 us copy)."""
     require_client()
-    counts = sm90_access_counts(_transpose("float16", 12345, 2048, 12352))
+    counts = sm90_access_counts(request("float16", 12345, 2048, 12352))
     assert counts["st_v4"] > 0 and counts["ld_v4"] > 0, counts
 
 
 def test_a_plain_tile_whose_accesses_are_one_element_is_not_split():
     """1023 x 4097 bf16 (both pitches off 16 bytes, the destination in L2): one-element loads
     and stores either way, so the tile keeps one masked body."""
-    source = emit(_staged(optimize(_transpose("bfloat16", 1023, 4097, 1023)))).source
+    source = emit(_staged(optimize(request("bfloat16", 1023, 4097, 1023)))).source
     assert "mask=mask" in source and "if (t" not in source
 
 
@@ -48,7 +44,7 @@ def test_a_plain_tile_whose_accesses_are_one_element_is_not_split():
 def test_rows_off_a_sector_are_skewed_where_the_destination_exceeds_l2(pitch, skewed):
     """50257 x 4096 bf16 (a destination larger than L2): rows off 16 bytes (50257) and rows on
     16 bytes but off a sector (50264) get the skewed 64 x 128 tile; rows on a sector do not."""
-    staged = _staged(optimize(_transpose("bfloat16", 50257, 4096, pitch)))
+    staged = _staged(optimize(request("bfloat16", 50257, 4096, pitch)))
     piece = staged["pieces"][0]
     assert bool(piece.get("skewed_stores")) == skewed
     assert ("tl.gather" in emit(staged).source) == skewed
@@ -73,7 +69,7 @@ def test_rows_off_a_sector_the_skewed_tile_cannot_skew_keep_the_aligned_tile(dty
 
 def test_rows_off_a_sector_that_fit_l2_are_not_skewed():
     """601 x 96 bf16 into a 616-element pitch (1,232 bytes: on 16, off 32): the plain tile."""
-    piece = _staged(optimize(_transpose("bfloat16", 601, 96, 616)))["pieces"][0]
+    piece = _staged(optimize(request("bfloat16", 601, 96, 616)))["pieces"][0]
     assert "skewed_stores" not in piece
 
 
@@ -82,14 +78,14 @@ def test_the_skewed_tile_into_rows_off_a_sector_is_bit_exact():
     pitch), run in the interpreter over the whole poisoned destination (the gaps between rows
     included)."""
     require_client()
-    resp = skewed_response(optimize(_transpose("bfloat16", 601, 96, 616)), skewed_stores=True)
+    resp = skewed_response(optimize(request("bfloat16", 601, 96, 616)), skewed_stores=True)
     k = interpreted(resp, {"torch_op": "copy"}, seed=3)  # asserts bit-exact
     assert "tl.gather" in k.source
 
 
 def test_skewed_stores_on_a_piece_that_cannot_skew_is_named():
     """A plan edited to skew rows that start on a sector: the field, not a traceback."""
-    resp = skewed_response(optimize(_transpose("bfloat16", 601, 96, 640)), skewed_stores=True)
+    resp = skewed_response(optimize(request("bfloat16", 601, 96, 640)), skewed_stores=True)
     with pytest.raises(InputError) as e:
         emit(resp["plans"][0])
     assert e.value.headline.field == "pieces[0].skewed_stores"
@@ -105,13 +101,11 @@ def _recorded(workload: str) -> dict[str, float]:
 def test_the_recorded_skew_beat_the_plain_tile_and_is_what_the_planner_gives(dtype, rows, cols, pitch):
     """Replays the H100 run: each skewed tile the planner gives rows off a sector ran faster
     than the plain tile of a sector-aligned pitch, and the planner still gives that tile."""
-    from tools.sector_pitch_probe import name
-
     workload = name(dtype, rows, cols, pitch)
     rec = _recorded(workload)
     assert rec["planned"] > rec["plain tile"], rec
     planned = next(r["kernel"] for r in RECORD["kernels"] if r["workload"] == workload and r["kernel"].startswith("planned"))
-    piece = _staged(optimize(_transpose(dtype, rows, cols, pitch)))["pieces"][0]
+    piece = _staged(optimize(request(dtype, rows, cols, pitch)))["pieces"][0]
     assert planned == f"planned {piece['tile']} skewed" and piece.get("skewed_stores")
 
 

@@ -17,10 +17,7 @@ from legalsat.planner.prove import forget_proofs
 from legalsat.planner.solve import FieldProblem, Infeasible
 from legalsat.schemas.optimize import parse_request
 from legalsat.terms.strategy import Strategy
-from legalsat.testing.planner_suite import permuted, view
-
-SHAPE, PERM = [3, 5, 2, 7, 4, 3, 2, 6], [7, 2, 5, 0, 3, 6, 1, 4]
-RANK8 = {"op": {"kind": "copy", "src": view("float32", SHAPE), "dst": permuted("float32", SHAPE, PERM)}}
+from legalsat.testing.planner_suite import RANK8_PERMUTE
 
 
 def test_z3_out_of_budget_is_solver_timeout():
@@ -35,7 +32,7 @@ def test_z3_out_of_budget_is_solver_timeout():
 
 
 def test_islpy_out_of_budget_is_proof_budget(monkeypatch):
-    req = parse_request(RANK8)
+    req = parse_request(RANK8_PERMUTE)
     with stages.saturate(req) as sat:
         cand = next(c for c in stages.extract(sat) if c.strategy is Strategy.STAGED_SMEM)
     built = stages.solve(req, cand)
@@ -52,7 +49,7 @@ def test_a_proof_that_outruns_the_operation_rate_is_retried_at_its_own_rate(monk
     proofs ran faster than ISL_OPERATIONS_PER_MS assumes, and with 300 ms its plans were refused
     `proof_budget` after 150 ms (half the budget unused) while 350 ms planned them. A proof
     that spends its operations with time left is retried at the rate it ran."""
-    req = parse_request(RANK8)
+    req = parse_request(RANK8_PERMUTE)
     with stages.saturate(req) as sat:
         cand = next(c for c in stages.extract(sat) if c.strategy is Strategy.STAGED_SMEM)
     built = stages.solve(req, cand)
@@ -65,16 +62,16 @@ def test_a_proof_that_outruns_the_operation_rate_is_retried_at_its_own_rate(monk
 def test_a_budget_the_service_capped_names_the_cap_not_the_request():
     """When the service's LEGALSAT_DEADLINE_MS sets the budget below the request's timeout_ms,
     what ran out says so, and its fix is not `raise options.timeout_ms` (which changes nothing)."""
-    req = parse_request({**RANK8, "options": {"timeout_ms": 20_000, "max_plans": 5}})
+    req = parse_request({**RANK8_PERMUTE, "options": {"timeout_ms": 20_000, "max_plans": 5}})
     assert req.within(30_000).options.timeout_capped_by is None
     capped = req.within(1)
     assert capped.options.timeout_capped_by is budget.DEADLINE_CAP
-    out = optimize({**RANK8, "options": {"timeout_ms": 20_000, "max_plans": 5}}, max_timeout_ms=1)
+    out = optimize({**RANK8_PERMUTE, "options": {"timeout_ms": 20_000, "max_plans": 5}}, max_timeout_ms=1)
     reasons = [r for x in out["rejected"] for r in x["reasons"] if r["rule"] in ("planning_deadline", "not_reached")]
     assert reasons
     for r in reasons:
         assert "LEGALSAT_DEADLINE_MS" in r["message"] + r["fix"] and "raise options.timeout_ms" not in r["fix"]
-    own = optimize({**RANK8, "options": {"timeout_ms": 1, "max_plans": 5}})
+    own = optimize({**RANK8_PERMUTE, "options": {"timeout_ms": 1, "max_plans": 5}})
     mine = [r for x in own["rejected"] for r in x["reasons"] if r["rule"] == "planning_deadline"]
     assert mine and all("timeout_ms (1 ms)" in r["message"] and "options.timeout_ms" in r["fix"] for r in mine)
 
@@ -101,10 +98,10 @@ def test_timeout_ms_bounds_the_whole_request_in_the_api():
     """A rank-8 permute once spent 3 s of a 2 s budget in verification: now the answer keeps
     to the budget, and what it had no time for is rejected by name."""
     t = time.perf_counter()
-    out = optimize({**RANK8, "options": {"timeout_ms": 2000, "max_plans": 5}})
+    out = optimize({**RANK8_PERMUTE, "options": {"timeout_ms": 2000, "max_plans": 5}})
     assert out["status"] == "ok" and out["plans"]
     assert time.perf_counter() - t < 8  # the budget and the process's own overhead, on a loaded machine
-    starved = optimize({**RANK8, "options": {"timeout_ms": 1, "max_plans": 5}})
+    starved = optimize({**RANK8_PERMUTE, "options": {"timeout_ms": 1, "max_plans": 5}})
     assert starved["egraph"]["stop_reason"] == "time_limit"
     assert "planning_deadline" in _rejected_codes(starved)
     assert all(r["fix"] for x in starved["rejected"] for r in x["reasons"])
@@ -114,7 +111,7 @@ def test_timeout_ms_means_the_same_on_the_command_line(tmp_path, capsys):
     from legalsat.clients.cli import main
 
     path = tmp_path / "req.json"
-    path.write_text(json.dumps({**RANK8, "options": {"timeout_ms": 1, "max_plans": 5}}))
+    path.write_text(json.dumps({**RANK8_PERMUTE, "options": {"timeout_ms": 1, "max_plans": 5}}))
     main(["optimize", "--compact", str(path)])
     out = json.loads(capsys.readouterr().out)
     assert out["egraph"]["stop_reason"] == "time_limit" and "planning_deadline" in _rejected_codes(out)
@@ -123,10 +120,10 @@ def test_timeout_ms_means_the_same_on_the_command_line(tmp_path, capsys):
 def test_caps_bound_the_validated_request():
     """A server's deadline and a worker's node cap bound the request's own limits, whether
     the request names them or leaves them to their defaults."""
-    req = parse_request(RANK8)
+    req = parse_request(RANK8_PERMUTE)
     capped = req.within(max_timeout_ms=500, max_node_limit=1000)
     assert (capped.options.timeout_ms, capped.options.node_limit) == (500, 1000)
-    named = parse_request({**RANK8, "options": {"timeout_ms": 100, "node_limit": 50_000}})
+    named = parse_request({**RANK8_PERMUTE, "options": {"timeout_ms": 100, "node_limit": 50_000}})
     assert (named.within(500, 1000).options.timeout_ms, named.within(500, 1000).options.node_limit) == (100, 1000)
     assert req.within() is req
 
