@@ -2,15 +2,18 @@
 small transposes, a padded pitch, 3-channel NCHW->NHWC), measured on the GPU next to
 `torch.compile` of the same op (whose generated Triton source is written too).
 
-    python -m tools.edge_sweep [--plain] [--halo BYTES] [--dst-fastest] [--interleave N [--cudagraph]] [--only STRATEGY] [NAME ...]
+    python -m tools.edge_sweep [--plain] [--halo BYTES] [--src-fastest] [--interleave N [--cudagraph]] [--only STRATEGY] [NAME ...]
                                                       # on the GPU machine; writes $OUT/edge_sweep*.json
 
 `--plain`: staged tiles whose destination rows are misaligned are emitted unskewed (whole-tile
 loads and scalar stores, as Inductor's tiled transposes do) instead of sector-skewed.
 `--halo BYTES`: skewed tiles align each destination row's stores to BYTES (16: a vector, 32:
 a sector, the emitter's choice) and load that many bytes of extra source rows.
-`--dst-fastest`: skewed tiles take consecutive program ids along the destination's rows
-(the emitter's order walks the source's rows fastest).
+`--src-fastest`: skewed tiles take consecutive program ids along the source's rows (the
+emitter's order, `legalsat.kernels.staged.walk_order`, walks the destination's rows fastest;
+`benchmarks/edge_sweep_skew.json`'s `_dstfast` variants were measured when it walked the
+source's, and the destination's order emitted without the bound on its outer tile index that
+the emitter now states).
 `--interleave N`: every exact variant of a workload, its same-size `copy_` and `torch.compile`
 are timed together in N interleaved rounds (`benchmarks.measure.timed_together`), so that drift
 weighs on all alike, instead of one after another.
@@ -98,10 +101,10 @@ def main() -> None:
         set_halo(int(argv[k + 1]))
         tag += f"_halo{argv[k + 1]}"
         del argv[k:k + 2]
-    if "--dst-fastest" in argv:
+    if "--src-fastest" in argv:
         order = staged.decompose
-        staged.decompose = lambda var, extents, *a: order(var, extents[::-1], *a)  # 2-dim pieces: b last
-        tag += "_dstfast"
+        staged.decompose = lambda var, extents, *a: order(var, extents[::-1], *a)  # 2-dim pieces: a last
+        tag += "_srcfast"
     rounds = 0
     if "--interleave" in argv:
         k = argv.index("--interleave")

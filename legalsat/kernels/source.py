@@ -118,12 +118,13 @@ class TileIndex:
 
 
 def tile_index(p: WordPiece, tile: tuple[int, ...], axes: list[int], pid: str = "pid",
-               indent: str = "    ") -> TileIndex:
+               indent: str = "    ", order: list[int] | None = None) -> TileIndex:
     """Offsets of tile `pid` of piece `p` (tile extent per dim; dims in `axes` are block
     axes, the others advance one index per tile). Masks only the dims the tile does not
-    divide."""
+    divide. `order`: the dims in the order consecutive programs walk their tiles, the last
+    fastest (default: the piece's own)."""
     counts = [(f"t{k}", cdiv(d.extent, t)) for k, (d, t) in enumerate(zip(p.dims, tile))]
-    lines = decompose(pid, counts, indent)
+    lines = decompose(pid, [counts[k] for k in (order or range(len(counts)))], indent)
     src = [str(p.src_offset)] if p.src_offset else []
     dst = [str(p.dst_offset)] if p.dst_offset else []
     masks, inside = [], []

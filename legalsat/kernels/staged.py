@@ -49,6 +49,27 @@ def tile_axes(p: WordPiece, tile: tuple[int, ...]) -> list[int]:
     return axes
 
 
+def walk_order(p: WordPiece, skewed: bool) -> list[int] | None:
+    """The dims in the order consecutive programs walk a transpose's tiles (the last fastest;
+    None: the piece's own order, for a piece that is no transpose): untiled dims outermost,
+    then a plain tile's tiles along the source-contiguous dim (a) fastest, so the programs
+    running at once read whole source rows; a skewed tile's along the destination-contiguous
+    dim (b) fastest, so the programs that share a destination row's 128-byte lines (each
+    stores a run of whole sectors, not of lines) run at once. Measured on the H100
+    (`python -m tools.order_probe`, benchmarks/order_probe.json and order_tiles.json): a
+    plain tile walking a fastest was as fast as or faster than walking b fastest on every
+    staged transpose of the benchmark (the 3-D rotation, whose dims' own order walked b
+    fastest: 0.958 of a same-size copy, 0.967-0.974 with a fastest; the uint8 8192²
+    transpose 1.5 % faster); the 50257 x 4096 bf16 skewed tile ran at 0.936 of the copy
+    walking a fastest, 0.948 walking b fastest."""
+    tr = transposed_dims(p)
+    if tr is None:
+        return None
+    a, b = tr
+    rest = [k for k in range(len(p.dims)) if k not in (a, b)]
+    return rest + ([a, b] if skewed else [b, a])
+
+
 def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...], vectors: bool = True) -> tuple[str, int]:
     """Source of one piece's tiled transposing copy and its program count. With `vectors` (the
     plan's loads or stores wider than a word), the tiles wholly inside the piece run unmasked:
@@ -56,7 +77,7 @@ def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...], vectors: 
     and made every access one element wide (a 50257-row bf16 transpose into a 50264-element
     pitch ran at 0.23 of a same-size copy on the H100 so, at 0.81 unmasked inside:
     benchmarks/sector_pitch_probe.json)."""
-    ti = tile_index(p, tile, tile_axes(p, tile))
+    ti = tile_index(p, tile, tile_axes(p, tile), order=walk_order(p, skewed=False))
     lines = [f"@triton.jit\ndef {name}(src, dst):", program_id(p.index_bits()), *ti.lines]
     masked = ["x = tl.load(src + so, mask=mask)", "tl.store(dst + do, x, mask=mask)"]
     whole = ["x = tl.load(src + so)", "tl.store(dst + do, x)"]
@@ -96,7 +117,14 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     counts = [(f"t{k}", cdiv(nb + al - 1, step) if k == b else cdiv(d.extent, t))
               for k, (d, t) in enumerate(zip(p.dims, tile))]
     lines = [f"@triton.jit\ndef {name}(src, dst):", program_id(p.index_bits())]
-    lines += decompose("pid", counts)
+    walk = walk_order(p, skewed=True)
+    lines += decompose("pid", [counts[k] for k in walk])
+    # the outermost tile index is pid's quotient, which the compiler cannot bound; stated, the
+    # offsets built from it are known non-negative and small, and the per-element `% al` and
+    # `// al` below fold (walking b fastest, a's index is that quotient: unstated, the kernel's
+    # PTX was 1.8x as long and the 50257 x 4096 bf16 transpose ran 13 % slower on the H100:
+    # benchmarks/order_probe_unbounded.json against order_probe_after.json)
+    lines += [f"    tl.assume(t{walk[0]} >= 0)", f"    tl.assume(t{walk[0]} < {counts[walk[0]][1]})"]
     rest_s = [f"t{k} * {d.src}" for k, d in enumerate(p.dims) if k not in (a, b) and d.src]
     rest_d = [f"t{k} * {d.dst}" for k, d in enumerate(p.dims) if k not in (a, b) and d.dst]
     amask = f" & (ai < {na})[None, :]" if am else ""
