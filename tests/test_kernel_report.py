@@ -19,7 +19,10 @@ def test_launch_scale_items_get_a_regret_on_their_device_time():
     # only the items timed from CUDA graphs have device times, every one of them a default variant's
     timed = {w["name"] for w in results["workloads"] if any("graph_ms" in c for c in w["candidates"])}
     assert timed and {w for w, _ in graph} == timed
-    assert all(graph[k] < eager[k] for k in graph)  # the host's launch is not in them
+    # the host's launch is not in them: below an eager time of a long kernel by its spread at most
+    # (a 511 us candidate of a workload timed so: 511.35 from graphs against 511.30 eagerly)
+    assert all(graph[k] < eager[k] * 1.01 for k in graph)
+    assert all(graph[k] < eager[k] for k in graph if eager[k] < 0.05)  # short: the launch shows
     name = "transpose 517×33 bf16"
     est = {k: 1.0 for k in eager if k[0] == name}
     order = {name: ["staged_smem", "direct"]}

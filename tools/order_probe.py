@@ -6,6 +6,8 @@ interleaved rounds.
     python -m tools.order_probe [NAME ...]   # GPU: $OUT/order_probe.json, a table last
     python -m tools.order_probe tiles NAME   # GPU: a staged workload's tiles (`TILES`), each in its
                                              # planned order and walking b fastest: $OUT/order_tiles.json
+    python -m tools.order_probe bounds [NAME ...]  # GPU: every workload's first plan (tl), as emitted
+                                             # and without its program ids' stated range: $OUT/bound_probe.json
     options: --offset-mb N (N MB allocated before the workloads' tensors), --quick (orders a/1, b/1)
 
 NAME: substrings of benchmark workload names (default: every staged workload moving 64 MB or
@@ -156,6 +158,28 @@ def direct_variants(base: dict, response: dict, plan_index: int):
     return out
 
 
+def unstated(source: str) -> str:
+    """`source` without the program id ranges the emitter states
+    (`legalsat.kernels.source.state_program_ranges`)."""
+    from legalsat.kernels.source import _PROGRAM_ID
+
+    for name in {m.group(1) for m in _PROGRAM_ID.finditer(source)}:
+        source = re.sub(rf"\n    tl\.assume\({name} (?:>= 0|< \d+)\)(?=\n)", "", source)
+    return source
+
+
+def bound_variants(response: dict, index: int):
+    """(label, kernel): the tl kernel of `response`'s plan `index` as emitted (its program ids'
+    range stated), and without that statement (`unstated`)."""
+    from legalsat.clients.triton import Kernel, build_kernel
+
+    k = build_kernel(response, plan_index=index, variant="tl")
+    text = unstated(k.emitted.source)
+    if text == k.emitted.source:
+        return [("planned", k)]
+    return [("planned", k), ("unstated", Kernel(k.plan, dataclasses.replace(k.emitted, source=text), k.request_op))]
+
+
 def tile_variants(base: dict, response: dict, index: int):
     """(label, kernel) for a staged plan with each tile of `TILES` (extents along the
     transposed dims a and b, warps) walking b fastest (`a/1`) and a fastest (`b/1`), and the
@@ -183,7 +207,8 @@ def tile_variants(base: dict, response: dict, index: int):
     return out
 
 
-def main(names: list[str], sweep_tiles: bool = False, offset_mb: int = 0, quick: bool = False) -> None:
+def main(names: list[str], sweep_tiles: bool = False, offset_mb: int = 0, quick: bool = False,
+         bounds: bool = False) -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
@@ -202,20 +227,24 @@ def main(names: list[str], sweep_tiles: bool = False, offset_mb: int = 0, quick:
     result["offset_mb"] = offset_mb
 
     def pick(resp: dict) -> dict | None:
+        if bounds:  # the planner's first plan
+            return resp["plans"][0] if resp["plans"] else None
         staged = next((p for p in resp["plans"] if p["strategy"] == "staged_smem"), None)
         return staged or next((p for p in resp["plans"] if p["strategy"] == "direct"), None)
 
     for name, base, inp, want in workloads(pick, names):
         staged = base["strategy"] == "staged_smem"
-        if not names and not ((staged and inp.moved_bytes >= MIN_BYTES) or name in DIRECT):
+        if not names and not bounds and not ((staged and inp.moved_bytes >= MIN_BYTES) or name in DIRECT):
             continue
         response = plans[name]["response"]
         index = response["plans"].index(base)
-        if staged and len(base["pieces"]) != 1:
+        if staged and len(base["pieces"]) != 1 and not bounds:
             print(f"{name}: {len(base['pieces'])} pieces, skipped")
             continue
         try:
-            if sweep_tiles:
+            if bounds:
+                tried = bound_variants(response, index)
+            elif sweep_tiles:
                 if not staged:
                     continue
                 tried = tile_variants(base, response, index)
@@ -241,15 +270,20 @@ def main(names: list[str], sweep_tiles: bool = False, offset_mb: int = 0, quick:
             fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
             labels.append(label)
         copy_fn = same_size_copy(inp.moved_bytes, dev)
-        graph = timed_together([*fns, copy_fn], graph=True)
         eager = timed_together([*fns, copy_fn])
+        try:
+            graph = timed_together([*fns, copy_fn], graph=True)
+        except Exception as e:  # noqa: BLE001 - a call that syncs with the host cannot be captured
+            print(f"{name[:40]:40s} not timed from CUDA graphs: {type(e).__name__}: {str(e)[:120]}")
+            graph = [float("nan")] * len(eager)
         rows = [{"variant": lab, "us": round(g * 1e3, 3), "eager_us": round(e * 1e3, 3)}
                 for lab, g, e in zip(labels, graph, eager)]
         entry = {"workload": name, "strategy": base["strategy"], "moved_bytes": inp.moved_bytes,
                  "copy_us": round(graph[-1] * 1e3, 3), "copy_eager_us": round(eager[-1] * 1e3, 3),
                  "kernels": sorted(rows, key=lambda r: r["us"])}
         result["workloads"].append(entry)
-        stem = ("order_tiles" if sweep_tiles else "order_probe") + (f"_offset{offset_mb}" if offset_mb else "")
+        stem = ("bound_probe" if bounds else "order_tiles" if sweep_tiles else "order_probe") + \
+            (f"_offset{offset_mb}" if offset_mb else "")
         (out / f"{stem}.json").write_text(json.dumps(result, indent=1) + "\n")
         print(table({"workloads": [entry]}).splitlines()[-1], flush=True)
         del fns, copy_fn
@@ -283,5 +317,7 @@ if __name__ == "__main__":
     args = [a for a in args if a != "--quick"]
     if args[:1] == ["tiles"]:
         main(args[1:], sweep_tiles=True, offset_mb=offset)
+    elif args[:1] == ["bounds"]:
+        main(args[1:], offset_mb=offset, bounds=True)
     else:
         main(args, offset_mb=offset, quick=quick)

@@ -34,7 +34,14 @@ from legalsat.kernels.gather_gluon import (
 from legalsat.kernels.inspector import emit_inspector_executor
 from legalsat.kernels.interleave import GLUON_INTERLEAVE_LOAD_CHANNELS, emit_interleave, interleave_shape
 from legalsat.kernels.shuffle import emit_shuffle, emit_shuffle_gather, shuffle_shape
-from legalsat.kernels.source import HEADER_GLUON, HEADER_GLUON_WGMMA, HEADER_TL, Emitted, TileOutput
+from legalsat.kernels.source import (
+    HEADER_GLUON,
+    HEADER_GLUON_WGMMA,
+    HEADER_TL,
+    Emitted,
+    TileOutput,
+    state_program_ranges,
+)
 from legalsat.kernels.staged import emit_staged, staged_form
 from legalsat.kernels.tile import emit_tile_tl, stage_words, tile_walk
 from legalsat.kernels.tile_gluon import emit_tile_gluon
@@ -281,7 +288,10 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
     disagree in a way neither names (a plan edited by hand), the plan as a whole."""
     plan = validate_plan(plan)
     try:
-        return _emit(plan, variant)
+        em = _emit(plan, variant)
+        if plan.kind == MovementKind.LOAD_TILE:  # (tile loads' kernels: not measured so)
+            return em
+        return dataclasses.replace(em, source=state_program_ranges(em.source, em.launches))
     except InputError:
         raise
     except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as e:

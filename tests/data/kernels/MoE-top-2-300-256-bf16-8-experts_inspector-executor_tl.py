@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def inspect_group_histogram(group, block_hist, block_below):
     b = tl.program_id(0)
+    tl.assume(b >= 0)
+    tl.assume(b < 3)
     j = b * 256 + tl.arange(0, 256)
     g = tl.load(group + j, mask=j < 600, other=0).to(tl.int32)
     h = tl.histogram(g, 8, mask=j < 600)
@@ -36,6 +38,8 @@ def inspect_group_offsets(totals, offsets):
 @triton.jit
 def inspect_group_scatter(group, index, offsets, block_before, block_below, order, sorted_index):
     b = tl.program_id(0)
+    tl.assume(b >= 0)
+    tl.assume(b < 3)
     j = b * 256 + tl.arange(0, 256)
     g = tl.load(group + j, mask=j < 600, other=8).to(tl.int32)
     key = tl.sort(g * 256 + tl.arange(0, 256))
@@ -52,6 +56,8 @@ def inspect_group_scatter(group, index, offsets, block_before, block_below, orde
 @triton.jit
 def execute_rows_0(src, index, out):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 10)
     k = pid * 64 + tl.arange(0, 64)
     iv = tl.load(index + k, mask=k < 600, other=0)
     ok = (iv >= 0) & (iv < 300) & (k < 600)

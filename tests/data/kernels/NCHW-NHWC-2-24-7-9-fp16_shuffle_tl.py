@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def shuffle_copy_0(src, dst):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 4)
     t2 = 0
     t1 = pid % 2
     r1 = pid // 2

@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def direct_copy_0(src, dst):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 401)
     i = pid * 128 + tl.arange(0, 128)
     i0 = i
     so = i
@@ -21,6 +23,8 @@ def direct_copy_0(src, dst):
 @triton.jit
 def direct_copy_1(src, dst):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 1)
     i = pid * 1 + tl.arange(0, 1)
     so = 102424 + i
     do = 102424 + i

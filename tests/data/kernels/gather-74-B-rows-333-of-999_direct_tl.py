@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def gather_rows_0(src, index, out):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 6)
     k = pid * 64 + tl.arange(0, 64)
     iv = tl.load(index + k, mask=k < 333, other=0)
     ok = (iv >= 0) & (iv < 999) & (k < 333)

@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def gather_window_0(src, index, out):
     pid = tl.program_id(0).to(tl.int64)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 8)
     r = tl.arange(0, 32)
     for w in tl.static_range(4):
         k = pid * 128 + w * 32 + r

@@ -36,6 +36,8 @@ def inspect_scatter(index, start, sorted_index, sorted_pos):
 @triton.jit
 def execute_rows_0(src, index, sorted_pos, out):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 40)
     k = pid * 1 + tl.arange(0, 1)
     iv = tl.load(index + k)
     ok = (iv >= 0) & (iv < 64)

@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def staged_copy_0(src, dst):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 1)
     t1 = 0
     t0 = pid
     a0 = t0 * 64 + tl.arange(0, 64)

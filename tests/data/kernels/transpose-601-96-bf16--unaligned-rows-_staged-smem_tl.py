@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def staged_copy_0(src, dst):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 60)
     t1 = pid % 6
     r0 = pid // 6
     t0 = r0

@@ -5,6 +5,8 @@ import triton.language as tl
 @triton.jit
 def staged_copy_0(src, dst):
     pid = tl.program_id(0)
+    tl.assume(pid >= 0)
+    tl.assume(pid < 13)
     t0 = pid % 13
     r0 = pid // 13
     t1 = r0
