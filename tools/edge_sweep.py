@@ -102,8 +102,9 @@ def main() -> None:
         tag += f"_halo{argv[k + 1]}"
         del argv[k:k + 2]
     if "--src-fastest" in argv:
-        order = staged.decompose
-        staged.decompose = lambda var, extents, *a: order(var, extents[::-1], *a)  # 2-dim pieces: a last
+        order = staged.walk_order  # the transposed pair swapped, untiled dims still outermost; the
+        # skewed tile's bound follows its new outermost index, so only the order differs
+        staged.walk_order = lambda p, skewed: (lambda w: w and [*w[:-2], w[-1], w[-2]])(order(p, skewed))
         tag += "_srcfast"
     rounds = 0
     if "--interleave" in argv:

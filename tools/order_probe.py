@@ -42,6 +42,7 @@ ORDERS = [("b", 1), ("a", 1), ("b", 4), ("b", 16), ("b", 64), ("a", 4), ("a", 16
 BLOCKS = (512, 1024, 2048, 4096, 8192)
 WARPS = (4, 8, 16)
 MIN_BYTES = 64 << 20
+PERSISTENT_WARPS = 64  # warps an SM holds: a persistent grid is the SMs times as many programs as fit
 # (extent along a, along b, warps) the `tiles` sweep tries
 TILES = [(ta, tb, w) for ta in (32, 64, 128, 256) for tb in (64, 128, 256) for w in (4, 8)
          if 4096 <= ta * tb * 2 <= 65536]
@@ -129,7 +130,7 @@ def staged_variants(k, piece_raw: dict, orders: list | None = None):
         ln = launch
         if persistent:
             ln = dataclasses.replace(launch, grid="persistent", tiles=launch.grid,
-                                     blocks_per_sm=max(64 // launch.num_warps, 1))
+                                     blocks_per_sm=max(PERSISTENT_WARPS // launch.num_warps, 1))
         em = dataclasses.replace(k.emitted, source=text, launches=(ln,))
         label = ("persistent" if persistent else "") + (f" {axis}/{group}" if axis else "")
         out.append((label.strip(), Kernel(k.plan, em, k.request_op)))

@@ -165,6 +165,7 @@ _ARANGE = re.compile(r"tl\.arange\((0, [^(),]+)\)")
 
 
 _PROGRAM_ID = re.compile(r"^    (\w+) = tl\.program_id\(0\)(?:\.to\(tl\.int64\))?$", re.M)
+_TOP_LEVEL = re.compile(r"^(?=\S)", re.M)
 
 
 def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch]) -> str:
@@ -184,8 +185,8 @@ def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch
         head = source.find(f"def {kernel}(")
         if head < 0 or not grid:
             continue
-        end = source.find("\n@", head)  # the kernel's own lines
-        m = _PROGRAM_ID.search(source, head, end if end > 0 else len(source))
+        nxt = _TOP_LEVEL.search(source, head + 1)  # the kernel's own lines: up to the next unindented one
+        m = _PROGRAM_ID.search(source, head, nxt.start() if nxt else len(source))
         if m is None:
             continue
         name = m.group(1)

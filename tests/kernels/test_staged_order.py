@@ -97,11 +97,14 @@ def test_every_order_the_probe_tries_stays_bit_exact(name, skew, monkeypatch):
     import torch
 
     import legalsat.clients.triton as client
+    import tools.order_probe
     from legalsat.api import optimize
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
     from tools.order_probe import staged_variants
 
-    monkeypatch.setattr(client, "_sm_count", lambda dev: 3)  # a persistent grid shorter than the tiles
+    # one persistent program, which loops over every tile (each case has more than one)
+    monkeypatch.setattr(client, "_sm_count", lambda dev: 1)
+    monkeypatch.setattr(tools.order_probe, "PERSISTENT_WARPS", 1)
     w = CASES[name]
     resp = optimize(w.request())
     if skew:
@@ -114,6 +117,7 @@ def test_every_order_the_probe_tries_stays_bit_exact(name, skew, monkeypatch):
     want = reference(inp)
     tried = staged_variants(k, plan["pieces"][0], orders)
     assert [lab for lab, _ in tried] == [lab for lab, _ in ORDERS_TRIED]
+    assert k.emitted.launches[0].grid > 1
     for label, kk in tried:
         poison(inp)
         assert same_bits(inp.call(kk), want), f"{label} differs from PyTorch\n{kk.source}"
