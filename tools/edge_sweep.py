@@ -12,8 +12,8 @@ a sector, the emitter's choice) and load that many bytes of extra source rows.
 `--src-fastest`: skewed tiles take consecutive program ids along the source's rows (the
 emitter's order, `legalsat.kernels.staged.walk_order`, walks the destination's rows fastest;
 `benchmarks/edge_sweep_skew.json`'s `_dstfast` variants were measured when it walked the
-source's, and the destination's order emitted without the bound on its outer tile index that
-the emitter now states).
+source's, and the destination's order emitted without the program id range the emitter now
+states).
 `--interleave N`: every exact variant of a workload, its same-size `copy_` and `torch.compile`
 are timed together in N interleaved rounds (`benchmarks.measure.timed_together`), so that drift
 weighs on all alike, instead of one after another.
@@ -102,8 +102,7 @@ def main() -> None:
         tag += f"_halo{argv[k + 1]}"
         del argv[k:k + 2]
     if "--src-fastest" in argv:
-        order = staged.walk_order  # the transposed pair swapped, untiled dims still outermost; the
-        # skewed tile's bound follows its new outermost index, so only the order differs
+        order = staged.walk_order  # the transposed pair swapped, untiled dims still outermost
         staged.walk_order = lambda p, skewed: (lambda w: w and [*w[:-2], w[-1], w[-2]])(order(p, skewed))
         tag += "_srcfast"
     rounds = 0

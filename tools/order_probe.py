@@ -34,7 +34,7 @@ import sys
 from math import prod
 from pathlib import Path
 
-from legalsat.kernels.source import decompose
+from legalsat.kernels.source import PROGRAM_ID_LINE, decompose
 from legalsat.terms.integers import cdiv
 
 DIRECT = ["BSHD→BHSD 8×32×4096×128 bf16", "column slice 8192×4096 of 4098 bf16"]
@@ -46,20 +46,6 @@ PERSISTENT_WARPS = 64  # warps an SM holds: a persistent grid is the SMs times a
 # (extent along a, along b, warps) the `tiles` sweep tries
 TILES = [(ta, tb, w) for ta in (32, 64, 128, 256) for tb in (64, 128, 256) for w in (4, 8)
          if 4096 <= ta * tb * 2 <= 65536]
-_PID = re.compile(r"^    pid = tl\.program_id\(0\)(\.to\(tl\.int64\))?$", re.M)
-
-
-def tile_counts(piece, tile: tuple[int, ...], skewed: bool, b: int) -> list[int]:
-    """Tiles along each dim of a word piece, in its dims' order (as the staged emitters count
-    them: the skewed tile steps a sector less than its tile along b)."""
-    if skewed:
-        from legalsat.terms.movement import SKEW_SECTOR_BYTES
-
-        al = SKEW_SECTOR_BYTES // piece.word
-        return [cdiv(d.extent + al - 1, t - al) if k == b else cdiv(d.extent, t)
-                for k, (d, t) in enumerate(zip(piece.dims, tile))]
-    return [cdiv(d.extent, t) for d, t in zip(piece.dims, tile)]
-
 
 def order_lines(counts: list[int], a: int, b: int, axis: str, group: int, q: str, indent: str,
                 walk: list[int]) -> list[str]:
@@ -85,18 +71,21 @@ def reordered(source: str, counts: list[int], a: int, b: int, axis: str | None, 
               persistent: bool, walk: list[int]) -> str:
     """The staged kernel `source` with its programs in another order and/or persistent (see
     the module docstring); its one `pid = tl.program_id(0)` line is what changes."""
-    m = _PID.search(source)
-    if m is None:
+    m = PROGRAM_ID_LINE.search(source)
+    if m is None or m.group(1) != "pid":
         raise ValueError("the kernel has no `pid = tl.program_id(0)` line of its own")
-    wide = m.group(1) or ""
+    wide = ".to(tl.int64)" if m.group(0).endswith(".to(tl.int64)") else ""
     head, body = source[:m.start()], source[m.end() + 1:]
     total = prod(counts)
+    # q's range stated as the emitter states pid's (the reordered pid is built from q)
+    bound = ["tl.assume(q >= 0)", f"tl.assume(q < {total})"]
     if not persistent:
-        lines = [f"    q = tl.program_id(0){wide}", *order_lines(counts, a, b, axis, group, "q", "    ", walk)]
+        lines = [f"    q = tl.program_id(0){wide}", *(f"    {x}" for x in bound),
+                 *order_lines(counts, a, b, axis, group, "q", "    ", walk)]
         return head + "\n".join(lines) + "\n" + body
     fn_end = body.find("\n\n\n")  # the kernel's body ends where the module's next definition starts
     fn_body, rest = (body, "") if fn_end < 0 else (body[:fn_end + 1], body[fn_end + 1:])
-    loop = [f"    for q in range(tl.program_id(0){wide}, {total}, tl.num_programs(0)):"]
+    loop = [f"    for q in range(tl.program_id(0){wide}, {total}, tl.num_programs(0)):", *(f"        {x}" for x in bound)]
     if axis is None:
         loop.append("        pid = q")
     else:
@@ -109,7 +98,7 @@ def staged_variants(k, piece_raw: dict, orders: list | None = None):
     """(label, kernel) for the planned staged kernel `k` in every order of `orders` (default:
     `ORDERS`, and persistent in the planned order and with b grouped by 16)."""
     from legalsat.clients.triton import Kernel
-    from legalsat.kernels.staged import staged_form, walk_order
+    from legalsat.kernels.staged import staged_form, tile_counts, walk_order
     from legalsat.kernels.words import transposed_dims, word_piece
     from legalsat.schemas.plan import PieceOut
 
@@ -117,7 +106,7 @@ def staged_variants(k, piece_raw: dict, orders: list | None = None):
     wp = word_piece(raw, "pieces[0]")
     a, b = transposed_dims(wp)
     skewed = staged_form(wp, raw) == "skewed"
-    counts = tile_counts(wp, wp.tile, skewed, b)
+    counts = tile_counts(wp, wp.tile, skewed)
     walk = walk_order(wp, skewed) or list(range(len(counts)))  # how the emitted kernel splits pid
     (launch,) = k.emitted.launches
     if prod(counts) != launch.grid:
@@ -162,9 +151,7 @@ def direct_variants(base: dict, response: dict, plan_index: int):
 def unstated(source: str) -> str:
     """`source` without the program id ranges the emitter states
     (`legalsat.kernels.source.state_program_ranges`)."""
-    from legalsat.kernels.source import _PROGRAM_ID
-
-    for name in {m.group(1) for m in _PROGRAM_ID.finditer(source)}:
+    for name in {m.group(1) for m in PROGRAM_ID_LINE.finditer(source)}:
         source = re.sub(rf"\n    tl\.assume\({name} (?:>= 0|< \d+)\)(?=\n)", "", source)
     return source
 

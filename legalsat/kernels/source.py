@@ -164,7 +164,8 @@ def wide_aranges(text: str, bits: int) -> str:
 _ARANGE = re.compile(r"tl\.arange\((0, [^(),]+)\)")
 
 
-_PROGRAM_ID = re.compile(r"^    (\w+) = tl\.program_id\(0\)(?:\.to\(tl\.int64\))?$", re.M)
+# a tl kernel's line binding its program id to a name (`program_id`'s, and the inspector's)
+PROGRAM_ID_LINE = re.compile(r"^    (\w+) = tl\.program_id\(0\)(?:\.to\(tl\.int64\))?$", re.M)
 _TOP_LEVEL = re.compile(r"^(?=\S)", re.M)
 
 
@@ -175,8 +176,11 @@ def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch
     and may wrap, so their per-element `%` and `//` take sign corrections; bounded, they fold
     (on the H100: the gather along an inner axis 11.6 -> 10.7 us, the 1023 x 4097 bf16
     transpose 7.2 -> 6.5 us from CUDA graphs, the copies of 64 MB and more within 0.5 % either
-    way: benchmarks/bound_probe.json). Triton's interpreter checks each assumption, so a
-    launch wider than its kernel was told fails there, in the tests, not silently on a GPU."""
+    way: benchmarks/bound_probe.json; the skewed 50257 x 4096 bf16 transpose, walking its
+    destination rows fastest, 13 % slower with its PTX 1.8x as long where its quotient tile
+    index went unbounded: benchmarks/order_probe_unbounded.json against order_probe_after.json).
+    Triton's interpreter checks each assumption, so a launch wider than its kernel was told
+    fails there, in the tests, not silently on a GPU."""
     grids: dict[str, int | None] = {}
     for ln in launches:
         known = grids.get(ln.kernel, 0)
@@ -186,7 +190,7 @@ def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch
         if head < 0 or not grid:
             continue
         nxt = _TOP_LEVEL.search(source, head + 1)  # the kernel's own lines: up to the next unindented one
-        m = _PROGRAM_ID.search(source, head, nxt.start() if nxt else len(source))
+        m = PROGRAM_ID_LINE.search(source, head, nxt.start() if nxt else len(source))
         if m is None:
             continue
         name = m.group(1)

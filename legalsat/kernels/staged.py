@@ -107,6 +107,16 @@ def skew_shape(p: WordPiece, tile: tuple[int, ...], sector_rows: bool = False) -
     return a, b, sector
 
 
+def tile_counts(p: WordPiece, tile: tuple[int, ...], skewed: bool) -> list[int]:
+    """Tiles along each dim of `p`, in its dims' order: a skewed tile steps a sector less
+    than its extent along the destination-contiguous dim and starts a sector before it."""
+    counts = [cdiv(d.extent, t) for d, t in zip(p.dims, tile)]
+    if skewed:
+        _, b, al = skew_shape(p, tile, sector_rows=True)
+        counts[b] = cdiv(p.dims[b].extent + al - 1, tile[b] - al)
+    return counts
+
+
 def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[str, int]:
     """Source of the skewed transposing copy (see the module docstring) and its program count."""
     a, b, al = skew_shape(p, tile, sector_rows=True)  # staged_form checked it
@@ -114,17 +124,11 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     step = tb - al  # destination elements per row and program: whole sectors
     na, nb = p.dims[a].extent, p.dims[b].extent
     am = na % ta != 0
-    counts = [(f"t{k}", cdiv(nb + al - 1, step) if k == b else cdiv(d.extent, t))
-              for k, (d, t) in enumerate(zip(p.dims, tile))]
+    counts = [(f"t{k}", n) for k, n in enumerate(tile_counts(p, tile, skewed=True))]
     lines = [f"@triton.jit\ndef {name}(src, dst):", program_id(p.index_bits())]
-    walk = walk_order(p, skewed=True)
-    lines += decompose("pid", [counts[k] for k in walk])
-    # the outermost tile index is pid's quotient, which the compiler cannot bound; stated, the
-    # offsets built from it are known non-negative and small, and the per-element `% al` and
-    # `// al` below fold (walking b fastest, a's index is that quotient: unstated, the kernel's
-    # PTX was 1.8x as long and the 50257 x 4096 bf16 transpose ran 13 % slower on the H100:
-    # benchmarks/order_probe_unbounded.json against order_probe_after.json)
-    lines += [f"    tl.assume(t{walk[0]} >= 0)", f"    tl.assume(t{walk[0]} < {counts[walk[0]][1]})"]
+    # walking b fastest, a's tile index is pid's quotient: the per-element `% al` and `// al`
+    # below fold only where pid's range is stated (`emit`: source.state_program_ranges)
+    lines += decompose("pid", [counts[k] for k in walk_order(p, skewed=True)])
     rest_s = [f"t{k} * {d.src}" for k, d in enumerate(p.dims) if k not in (a, b) and d.src]
     rest_d = [f"t{k} * {d.dst}" for k, d in enumerate(p.dims) if k not in (a, b) and d.dst]
     amask = f" & (ai < {na})[None, :]" if am else ""

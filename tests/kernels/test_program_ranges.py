@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from legalsat.kernels import emit
-from legalsat.kernels.source import _PROGRAM_ID, state_program_ranges
+from legalsat.kernels.source import PROGRAM_ID_LINE, state_program_ranges
 from legalsat.testing.workloads import small_cases
 from tests.kernels.client import require_client
 
@@ -37,7 +37,7 @@ def test_every_launch_is_told_the_largest_grid_its_kernel_runs():
                 grids.setdefault(ln.kernel, []).append(ln.grid)
             for kernel, gs in grids.items():
                 body = em.source.split(f"def {kernel}(", 1)[1].split("\n@", 1)[0]
-                m = _PROGRAM_ID.search(body)
+                m = PROGRAM_ID_LINE.search(body)
                 if m is None or not all(isinstance(g, int) for g in gs):
                     assert "tl.assume(pid <" not in body, (w.name, kernel)
                     continue

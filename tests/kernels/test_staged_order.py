@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from legalsat.api import optimize
 from legalsat.kernels import emit
 from legalsat.kernels.words import transposed_dims, word_piece
 from legalsat.schemas.plan import PieceOut
@@ -38,13 +39,6 @@ def dims_ab(plan: dict) -> tuple[int, int]:
     return transposed_dims(word_piece(PieceOut.model_validate(plan["pieces"][0]), "pieces[0]"))
 
 
-def rotated(request: dict) -> dict:
-    """A copy whose transposed dims come source-contiguous first (as the 3-D rotation's do)."""
-    from legalsat.api import optimize
-
-    return optimize(request)
-
-
 # the benchmark's (A,B,C)->(C,A,B) rotation, 6 x 10 x 64 of it: dst[c, a, b] = src[a, b, c]
 ROTATE = {"op": {"kind": "copy",
                  "src": {"dtype": "bfloat16", "shape": [64, 6, 10], "strides": [1, 640, 64]},
@@ -53,7 +47,6 @@ ROTATE = {"op": {"kind": "copy",
 
 @pytest.mark.parametrize("name", ["transpose 257×96 bf16", "BHSD→BHDS 2×3×40×32 bf16", "NCHW→NHWC 2×24×7×9 fp16"])
 def test_a_plain_tile_walks_the_source_contiguous_dim_fastest(name):
-    from legalsat.api import optimize
 
     plan = staged_plan(optimize(CASES[name].request()))
     a, b = dims_ab(plan)
@@ -63,25 +56,27 @@ def test_a_plain_tile_walks_the_source_contiguous_dim_fastest(name):
 def test_a_plain_tile_whose_dims_come_source_contiguous_first_still_walks_it_fastest():
     """The rotation's piece lists the source-contiguous dim first: its own order walked the
     other one fastest (1-1.7 % slower on the H100)."""
-    plan = staged_plan(rotated(ROTATE))
+    plan = staged_plan(optimize(ROTATE))
     a, b = dims_ab(plan)
     assert a < b  # the case this test is for
     assert faster(emit(plan).source, a, b) == a
 
 
 def test_a_skewed_tile_walks_the_destination_contiguous_dim_fastest():
-    from legalsat.api import optimize
 
     resp = skewed_response(optimize(CASES["transpose 601×96 bf16 (unaligned rows)"].request()))
     plan = staged_plan(resp)
     a, b = dims_ab(plan)
     src = emit(plan).source
     assert "tl.gather" in src and faster(src, a, b) == b
+    # its outer tile index is pid's quotient: bounded only through pid's stated range
+    grid = emit(plan).launches[0].grid
+    assert f"    tl.assume(pid >= 0)\n    tl.assume(pid < {grid})\n" in src
 
 
 def test_the_rotation_in_its_new_order_is_bit_exact():
     require_client()
-    resp = rotated(ROTATE)
+    resp = optimize(ROTATE)
     interpreted({**resp, "plans": [staged_plan(resp)]}, {"op": ROTATE["op"]}, seed=5)
 
 
@@ -98,7 +93,6 @@ def test_every_order_the_probe_tries_stays_bit_exact(name, skew, monkeypatch):
 
     import legalsat.clients.triton as client
     import tools.order_probe
-    from legalsat.api import optimize
     from legalsat.testing.torch_reference import make_inputs, poison, reference, same_bits
     from tools.order_probe import staged_variants
 
@@ -163,8 +157,8 @@ def tile_of(source: str, q: int, dims: int) -> tuple[int, ...]:
 def test_the_probes_orders_step_along_the_dim_their_label_names(skew):
     """`b/1` walks a fastest and `a/1` b fastest, whatever order the emitted kernel splits its
     program id in (the probe recomposes the kernel's own index)."""
-    from legalsat.api import optimize
-    from tools.order_probe import reordered, tile_counts
+    from legalsat.kernels.staged import tile_counts
+    from tools.order_probe import reordered
 
     w = CASES["transpose 601×96 bf16 (unaligned rows)" if skew else "transpose 257×96 bf16"]
     resp = optimize(w.request())
@@ -176,7 +170,7 @@ def test_the_probes_orders_step_along_the_dim_their_label_names(skew):
     a, b = transposed_dims(wp)
     from legalsat.kernels.staged import walk_order
 
-    counts = tile_counts(wp, wp.tile, skew, b)
+    counts = tile_counts(wp, wp.tile, skew)
     assert counts[a] > 1 and counts[b] > 1
     src = emit(plan).source
     for axis, fast in (("b", a), ("a", b)):

@@ -10,8 +10,6 @@ def staged_copy_0(src, dst):
     t0 = pid % 13
     r0 = pid // 13
     t1 = r0
-    tl.assume(t1 >= 0)
-    tl.assume(t1 < 1)
     b0 = t0 * 48
     ai = t1 * 128 + tl.arange(0, 128)
     j = tl.arange(0, 64)
