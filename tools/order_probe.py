@@ -202,8 +202,7 @@ def main(names: list[str], sweep_tiles: bool = False, offset_mb: int = 0, quick:
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import poison, same_bits
-    from tools.sweep import PLANS, workloads
+    from tools.sweep import PLANS, checked, workloads
 
     out = Path(os.environ.get("OUT", "."))
     dev = torch.device("cuda")
@@ -244,19 +243,7 @@ def main(names: list[str], sweep_tiles: bool = False, offset_mb: int = 0, quick:
         except Exception as e:  # a variant the emitter refuses (it says why)
             print(f"{name}: not built: {type(e).__name__}: {str(e)[:300]}")
             continue
-        fns, labels = [], []
-        for label, k in tried:
-            try:
-                poison(inp)
-                exact = same_bits(inp.call(k), want)
-            except Exception as e:  # a variant that does not compile or run is reported, not timed
-                print(f"{name[:40]:40s} {label}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
-                continue
-            if not exact:
-                print(f"{name[:40]:40s} {label}: NOT bit-exact")
-                continue
-            fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
-            labels.append(label)
+        fns, labels = checked(name, [(label, k, inp, want) for label, k in tried])
         copy_fn = same_size_copy(inp.moved_bytes, dev)
         eager = timed_together([*fns, copy_fn])
         try:

@@ -34,6 +34,28 @@ def workloads(pick: Callable[[dict], dict | None], names: list[str]) -> Iterator
         torch.cuda.empty_cache()
 
 
+def checked(name: str, tried) -> tuple[list[Callable[[], object]], list[str]]:
+    """The timing functions and labels of the kernels of `tried` ((label, kernel, inputs,
+    PyTorch's result) each) that run bit-exact on their poisoned inputs; one that fails or
+    differs is reported and left out."""
+    from legalsat.testing.torch_reference import poison, same_bits
+
+    fns, labels = [], []
+    for label, k, inp, want in tried:
+        try:
+            poison(inp)
+            exact = same_bits(inp.call(k), want)
+        except Exception as e:  # a variant that does not compile or run is reported, not timed
+            print(f"{name[:40]:40s} {label}: failed: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
+            continue
+        if not exact:
+            print(f"{name[:40]:40s} {label}: NOT bit-exact")
+            continue
+        fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
+        labels.append(label)
+    return fns, labels
+
+
 def option(args: list[str], name: str, default: int) -> int:
     """The integer after `name` in `args` (both removed from it), or `default`."""
     if name not in args:

@@ -39,9 +39,12 @@ from legalsat.planner.solve import (
     INDEX_MAJOR_WARPS,
     SHORT_ROW_BYTES,
     SHORT_ROWS_WARPS,
+    SLAB_PART_BYTES,
+    SLAB_PART_WARPS,
     rows_block_bytes,
     rows_warps,
 )
+from legalsat.terms.integers import cdiv
 from legalsat.terms.movement import Gather, MovementKind, interleave_form
 from legalsat.terms.smem import tma_pipeline_bytes
 from legalsat.terms.strategy import Strategy
@@ -70,13 +73,28 @@ def _width_eff(req: PlanRequest, width: int) -> int:
     return table.get(width, table[max(w for w in table if w <= max(width, min(table)))])
 
 
+def parted_rows(gather: GatherPlan, piece: Piece) -> bool:
+    """Whether a gather piece's 2-D tile (entries, slab elements) is one entry's slab in parts
+    (`solve_row_parts`: the slab lies within its entry's stride in the output, and a program
+    moves less than all of it) rather than an index-major block (entries along the output's
+    contiguous run, `solve_index_major`; with one entry and the whole slab a program, the two
+    are the same)."""
+    tile = piece.tile
+    return (len(tile) == 2 and tile[0] == 1 and gather.out_index_stride_bytes >= gather.slab_bytes
+            and tile[1] * piece.element_bytes < gather.slab_bytes)
+
+
 def _runs(piece: Piece, gather: GatherPlan | None = None) -> tuple[int, int]:
     """Bytes of the contiguous run a program accesses on each side. A copy: the unit-stride
     dim's extent, cut to the tile's extent along it where the tile spans the piece's dims. A
-    row gather (tile: rows per program): each entry's slab, whole, on both sides. An
-    index-major gather (tile: entries, slab step): an entry's element on the source side, the
-    program's entries on the output side (they are its contiguous run)."""
+    row gather (tile: rows per program): each entry's slab, whole, on both sides; in parts
+    (tile: 1 entry, slab elements), cut to its part. An index-major gather (tile: entries, slab
+    step): an entry's element on the source side, the program's entries on the output side
+    (they are its contiguous run)."""
     eb = piece.element_bytes
+    if gather is not None and parted_rows(gather, piece):
+        src, dst = _runs(dataclasses.replace(piece, tile=(1,)), gather)
+        return min(src, piece.tile[1] * eb), min(dst, piece.tile[1] * eb)
     if gather is not None and len(piece.tile) == 2:
         return eb, min(gather.index_count, piece.tile[0]) * eb
     # a copy's tile spans its dims (cut the run to it); a row gather's tile counts entries
@@ -168,7 +186,9 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
                      f"{d.tma.dtype.name} elements), {p.num_stages} stage(s)")
     if p.gather is not None:
         g = p.gather
-        facts.append(f"gather: {g.index_count} entries of {g.slab_bytes} B, {g.rows_per_program} per program")
+        parts = cdiv(g.slab_bytes, core.tile[1] * core.element_bytes) if core and parted_rows(g, core) else 1
+        facts.append(f"gather: {g.index_count} entries of {g.slab_bytes} B, "
+                     + (f"each in {parts} parts, a program each" if parts > 1 else f"{g.rows_per_program} per program"))
         if g.inspector is not None:
             facts.append(f"inspector: {len(g.inspector.passes)} passes ({', '.join(g.inspector.passes)}) over "
                          f"{_fmt_bytes(g.inspector.index_bytes)} of (index, position) pairs")
@@ -305,6 +325,12 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
     extents = [d.extent for d in core.dims]
     tile = list(core.tile)
     row_gather = p.gather is not None and len(core.tile) == 1
+    if p.gather is not None and parted_rows(p.gather, core):  # solve_row_parts
+        parts = cdiv(p.gather.slab_bytes, tile[1] * eb)
+        out.append(f"slab part {tile[1]} x {eb} B: one entry a program, its {_fmt_bytes(p.gather.slab_bytes)} slab in "
+                   f"{parts} parts of at most {_fmt_bytes(SLAB_PART_BYTES)} (slabs over that are split), "
+                   f"{SLAB_PART_WARPS} warps")
+        return out
     if p.gather is not None and not row_gather:  # index-major: (entries, slab elements) a program
         out.append(f"entries {tile[0]} x slab step {tile[1]}: at most {INDEX_MAJOR_ENTRIES} entries and "
                    f"{_fmt_bytes(INDEX_MAJOR_BLOCK_BYTES)} per program, {INDEX_MAJOR_WARPS} warps")

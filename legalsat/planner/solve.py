@@ -466,7 +466,7 @@ class RowFields:
     rows: int
     num_warps: int
     vector_bytes: int
-    slab_step: int | None = None  # index-major: slab elements per program (see solve_index_major)
+    slab_step: int | None = None  # slab elements per program (solve_index_major, solve_row_parts)
 
 
 # an index-major program's entries x slab elements. Measured on the H100 (tools/gather_sweep.py,
@@ -498,7 +498,7 @@ def solve_index_major(count: int, element_bytes: int, slab_elems: int) -> RowFie
 # 237.9 us against 512 rows 238.4, torch.compile 239.0
 SHORT_ROW_BYTES = 128
 SHORT_ROWS_BLOCK_BYTES = 8192
-ROWS_BLOCK_BYTES = 32768  # longer rows: the embeddings, KV pages and MoE rows swept the same way
+ROWS_BLOCK_BYTES = 32768  # longer rows (swept the same way); a direct gather's over 4 KiB: solve_row_parts
 SHORT_ROWS_WARPS = 8
 
 
@@ -513,6 +513,29 @@ def rows_warps(slab_bytes: int, block_bytes: int) -> int:
     if slab_bytes <= SHORT_ROW_BYTES:
         return pow2_at_most(min(SHORT_ROWS_WARPS, block_bytes // 1024))
     return warps_for(block_bytes)
+
+
+# a direct gather of long rows (slabs over SLAB_PART_BYTES) moves each entry's slab in parts of
+# SLAB_PART_BYTES, a program each, of SLAB_PART_WARPS warps (32 bytes a thread), a slab's parts
+# taken by consecutive programs. Measured on the H100 (tools/row_gather_probe.py,
+# benchmarks/row_gather_probe.json, CUDA graphs): against 32 KiB programs of 8 warps (four 8 KiB
+# rows, or one 32-128 KiB KV page), 4 KiB parts of 4 warps took 0.4-1.8 % less time on all six
+# embeddings and paged KV caches (8 KiB rows 94.5 -> 93.7 us, 64-token pages 188.1 -> 184.7;
+# torch.compile 93.4 and 184.8); 8 KiB parts of 8 warps tied them, 1 and 2 KiB parts were slower
+# than 4 KiB on all six, and the parts of one slab taken by programs far apart 0.5-2 % slower
+# than the 32 KiB programs; whole programs looping over rows (persistent, the next index loaded
+# ahead or not) 2-4.5 % slower.
+SLAB_PART_BYTES = 4096
+SLAB_PART_WARPS = 4
+
+
+def solve_row_parts(slab_bytes: int, element_bytes: int, vector_bytes: int) -> RowFields | None:
+    """A direct row gather's one entry a program, its slab in parts of SLAB_PART_BYTES (as
+    slab elements of `element_bytes`: the RowFields' slab step), SLAB_PART_WARPS warps; None
+    where the slab fits one part (`solve_rows` decides those)."""
+    if slab_bytes <= SLAB_PART_BYTES or SLAB_PART_BYTES % element_bytes:
+        return None
+    return RowFields(1, SLAB_PART_WARPS, vector_bytes, SLAB_PART_BYTES // element_bytes)
 
 
 def solve_rows(slab_bytes: int, vector_bytes: int, count: int) -> RowFields:

@@ -68,12 +68,15 @@ em = emit(optimize(json.loads(sys.argv[1]))["plans"][0], sys.argv[2])
 ptx = compile_kernel(em, ln, 90, aligned=True).asm["ptx"]
 print(json.dumps({"variant": em.variant, **{k: len(re.findall(p, ptx)) for k, p in
                   (("ld", r"ld\\.global"), ("ld_v4", r"ld\\.global[^\\n]*\\.v4"), ("st", r"st\\.global"),
-                   ("st_v4", r"st\\.global[^\\n]*\\.v4"), ("shfl", r"shfl\\."), ("shared", r"(?:ld|st)\\.shared"))}}))
+                   ("st_v4", r"st\\.global[^\\n]*\\.v4"), ("ld_16", r"ld\\.global[^\\n]*\\.(?:v4\\.b32|v2\\.b64)"),
+                   ("st_16", r"st\\.global[^\\n]*\\.(?:v4\\.b32|v2\\.b64)"), ("shfl", r"shfl\\."),
+                   ("shared", r"(?:ld|st)\\.shared"))}}))
 """
 
 
 def sm90_access_counts(request: dict, variant: str = "tl") -> dict:
-    """The global loads and stores (all, and 16-byte vectors), warp shuffles and shared-memory
+    """The global loads and stores (all, 4-word vectors, and 16-byte vectors of 4- or 8-byte
+    words: `ld_16`, `st_16`), warp shuffles and shared-memory
     accesses in the PTX of the first plan's one kernel for `request`, compiled for sm90 with
     16-byte aligned pointers (`legalsat.clients.resources.compile_kernel`; no GPU needed), and
     the variant emitted. In a child process: compiled, whatever TRITON_INTERPRET this one has."""

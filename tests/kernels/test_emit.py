@@ -356,7 +356,8 @@ def test_an_inner_axis_gather_has_a_staged_row_variant():
 def test_inner_axis_gather_runs_along_its_entries():
     """out[r, k] = src[r, index[k]]: the plan tiles (entries, slab elements) and the kernel's
     fast axis is the entries (contiguous stores), with programs over both; a gather along
-    axis 0 keeps one slab per entry."""
+    axis 0 keeps its rows whole up to 4 KiB, and moves longer ones in 4 KiB parts, a program
+    each (`solve_row_parts`), its kernel's fast axis along the row."""
     from legalsat.api import optimize
     from legalsat.testing.planner_suite import gather, view
 
@@ -367,8 +368,14 @@ def test_inner_axis_gather_runs_along_its_entries():
     assert piece["grid"] == [-(-1000 // entries) * -(-2048 // step)]
     src = emit(inner).source
     assert "def gather_columns_0(" in src and "k[None, :] * 1 + sd[:, None]" in src
-    rows = optimize(gather("rows", view("float32", (2048, 4096)), 0, 1000))["plans"][0]
+    rows = optimize(gather("rows", view("float32", (2048, 1024)), 0, 1000))["plans"][0]
     assert len(rows["pieces"][0]["tile"]) == 1 and "def gather_rows_0(" in emit(rows).source
+    long = optimize(gather("rows", view("float32", (2048, 4096)), 0, 1000))["plans"][0]
+    piece = long["pieces"][0]
+    assert piece["tile"] == [1, 4096 // piece["element_bytes"]] and long["num_warps"] == 4
+    assert long["gather"]["rows_per_program"] == 1 and piece["grid"] == [1000 * 4]
+    src = emit(long).source
+    assert "def gather_columns_0(" in src and "e = (pid % 4) * 512 + tl.arange(0, 512)" in src  # 8-byte words
 
 
 def test_gathers_index_in_int32_where_every_offset_fits():

@@ -114,3 +114,42 @@ def test_short_gather_rows_take_8_KiB_per_program_over_8_warps():
     assert (solve_rows(64, 16, 1 << 22).rows, solve_rows(64, 16, 1 << 22).num_warps) == (128, 8)
     assert (solve_rows(4096, 16, 1 << 20).rows, solve_rows(4096, 16, 1 << 20).num_warps) == (8, 8)
     assert solve_rows(128, 16, 20).rows == 32  # no more rows than indices
+
+
+def test_long_gather_rows_are_moved_in_4_KiB_parts_over_4_warps():
+    """A direct gather's slab over 4 KiB: one entry a program, 4 KiB parts of 4 warps (the
+    embeddings and KV pages ran 0.4-1.8 % faster so on the H100 than in 32 KiB programs of 8
+    warps: benchmarks/row_gather_probe.json); up to 4 KiB, and words that do not divide a
+    part, the rows stay whole (`solve_rows`)."""
+    parts = solve.solve_row_parts(8192, 16, 16)
+    assert (parts.rows, parts.num_warps, parts.slab_step) == (1, 4, 256)
+    assert solve.solve_row_parts(7168, 2, 2).slab_step == 2048
+    assert solve.solve_row_parts(4096, 16, 16) is None and solve.solve_row_parts(128, 16, 16) is None
+    assert solve.solve_row_parts(36000, 12, 4) is None  # 12-byte words: no whole 4 KiB part
+
+
+def test_only_direct_gathers_of_one_long_slab_are_planned_in_parts():
+    """The direct candidate of an embedding or a paged KV cache moves parts; its inspector-
+    executor and shuffle candidates, grouped (MoE) gathers, gathers along an inner axis and
+    rows of at most 4 KiB keep their programs."""
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import gather, view
+
+    def plans(req):
+        return {p["strategy"]: p for p in optimize({**req, "options": {"max_plans": 8}})["plans"]}
+
+    emb = plans(gather("emb", view("bfloat16", (1000, 4096)), 0, 3000))["direct"]
+    assert emb["pieces"][0]["tile"] == [1, 256] and emb["grid"] == [3000 * 2] and emb["num_warps"] == 4
+    paged = gather("kv", view("bfloat16", (4096, 8, 128)), 0, 256)
+    paged["op"]["index"].update(distribution="paged", page_size=16, unique=True)
+    kv = plans(paged)
+    assert kv["direct"]["pieces"][0]["tile"] == [1, 256] and kv["direct"]["grid"] == [256 * 8]
+    assert len(kv["inspector_executor"]["pieces"][0]["tile"]) == 1
+    short = plans(gather("short", view("bfloat16", (1000, 2048)), 0, 3000))["direct"]
+    assert short["pieces"][0]["tile"] == [8]
+    warp_local = gather("wl", view("float32", (5000, 2048)), 0, 1000)
+    warp_local["op"]["index"]["distribution"] = "warp_local"
+    assert len(plans(warp_local)["shuffle"]["pieces"][0]["tile"]) == 1
+    moe = gather("moe", view("bfloat16", (300, 4096)), 0, 600)
+    moe["op"]["index"]["groups"] = 8
+    assert all(len(p["pieces"][0]["tile"]) == 1 for p in plans(moe).values())

@@ -11,7 +11,7 @@ from legalsat.planner.build.common import region_dims
 from legalsat.planner.formulation import Formulation
 from legalsat.planner.plan import Executor, GatherPlan, Inspector, Piece
 from legalsat.planner.prove import Walk, prove_gather
-from legalsat.planner.solve import Infeasible, solve_index_major, solve_rows
+from legalsat.planner.solve import Infeasible, solve_index_major, solve_row_parts, solve_rows
 from legalsat.targets.base import CostFacts
 from legalsat.terms.integers import cdiv, pow2_at_least, pow2_at_most
 from legalsat.terms.movement import Distribution, Gather
@@ -60,8 +60,14 @@ def build_gather(form: Formulation, m: Gather, smem_budget: int):
     # a gather along an inner axis: consecutive entries are the output's contiguous run (and
     # one piece holds the slab)
     index_major = len(form.regions) == 1 and all(d * slab.eb > out_index_stride for n, _, d in slab.dims if n > 1)
+    # a direct gather of one slab whose entry strides hold it on both sides (an axis-0 gather's
+    # rows, a KV cache's pages) may move it in parts; the shuffle's windows and the executor's
+    # entries take whole slabs
+    row_like = (len(form.regions) == 1 and not m.index.groups and form.strategy is Strategy.DIRECT
+                and slab_bytes <= min(out_index_stride, m.unit * m.src.strides[m.axis] * m.src.esize))
+    parts = solve_row_parts(slab_bytes, slab.eb, slab.eb) if row_like and not index_major else None
     f = solve_index_major(m.index.count, slab.eb, slab.elems) if index_major else \
-        solve_rows(slab_bytes, slab.eb, m.index.count)
+        parts or solve_rows(slab_bytes, slab.eb, m.index.count)
     walks = [Walk(r, linear=max(r.elems, 1)) for r in form.regions]
     es = m.src.esize
     rows = m.src.shape[m.axis] // m.unit
