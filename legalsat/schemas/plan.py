@@ -139,8 +139,10 @@ class PieceOut(Out):
     strategy: StrategyName = Field(description="how this piece is moved (a ragged tail may be direct)")
     tile: list[Annotated[int, Field(ge=1)]] = Field(description="elements per program: per dim (tiled strategies) "
                                                     "or one flat block; "
-                            "for a gather, index entries per program, and for one along an inner axis (whose "
-                            "entries are the output's contiguous dim) also the slab elements per program")
+                            "for a gather, index entries per program, and where a program moves part of each "
+                            "slab (a gather along an inner axis, whose entries are the output's contiguous dim; "
+                            "a direct gather of slabs over 4 KiB, one entry a program) also the slab elements "
+                            "per program")
     grid: list[Annotated[int, Field(ge=1)]] = Field(description="programs to launch")
     num_warps: Warps = Field(description="warps per program")
     vector_bytes: AccessBytes = Field(description="bytes per load access")
