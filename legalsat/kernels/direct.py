@@ -4,8 +4,10 @@ Copies walk the piece flat, `tile[0]` elements per program, in destination order
 dim with the smallest destination stride fastest, so stores are contiguous and 16-byte
 where the plan's alignment allows); a piece with `shifted_loads` reads misaligned source rows
 as aligned 16-byte vectors and shifts them into place (`shifted_copy_kernel`). Gathers move `rows_per_program` index entries per
-program, each entry's slab as one contiguous run where the slab is contiguous; a gather
-along an inner axis runs its tile along the entries instead (`gather_columns_kernel`).
+program, each entry's slab as one contiguous run where the slab is contiguous; a plan whose
+piece tile is (entries, slab elements) moves a block of entries x a step of the slab a program
+(`gather_columns_kernel`): a gather along an inner axis (its tile along the entries), or one
+entry's long slab in parts.
 """
 
 from __future__ import annotations
@@ -216,11 +218,13 @@ def gather_rows_kernel(name: str, p: WordPiece, rows: int, count: int, bound: in
 
 def gather_columns_kernel(name: str, p: WordPiece, rows: int, step: int, count: int, bound: int,
                           src_stride: int, out_stride: int) -> tuple[str, int]:
-    """Source and program count of an index-major gather (one along an inner axis, whose
-    entries are the output's contiguous run: out[r, k] = src[r, index[k]]): program
-    (entry block, slab step) moves `rows` entries x `step` slab words, its tile's fast axis
-    along the entries, so each store is a contiguous run of the output and each load takes
-    from every slab row only the sectors its entries touch."""
+    """Source and program count of a gather whose program (entry block, slab step) moves
+    `rows` entries x `step` slab words, a slab's steps taken by consecutive programs. Index-major
+    (a gather along an inner axis, whose entries are the output's contiguous run:
+    out[r, k] = src[r, index[k]]): the tile's fast axis is the entries (Triton orders it by the
+    pointers' contiguity), so each store is a contiguous run of the output and each load takes
+    from every slab row only the sectors its entries touch. One entry a program (a direct
+    gather's long slab in parts, `solve_row_parts`): the fast axis is the slab's run."""
     q = p.coalesced()
     slab = q.elems
     steps = cdiv(slab, step)
@@ -248,8 +252,9 @@ def gather_columns_kernel(name: str, p: WordPiece, rows: int, step: int, count: 
 
 def emit_direct_gather(pieces: list[tuple[int, WordPiece, PieceOut]], gather: GatherOut,
                        num_warps: int) -> tuple[list[str], list[Launch]]:
-    """One row-gather kernel per slab piece (a ragged slab has a core and a tail); an
-    index-major plan (piece tile: entries, slab elements) one `gather_columns_kernel`."""
+    """One row-gather kernel per slab piece (a ragged slab has a core and a tail); a plan
+    whose piece tile is (entries, slab elements), index-major or a long slab in parts, one
+    `gather_columns_kernel`."""
     texts, launches = [], []
     rows = gather.rows_per_program
     count = gather.index_count

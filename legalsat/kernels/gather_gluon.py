@@ -42,10 +42,10 @@ GLUON_GATHER_MIN_SHARE = 1 / 4
 
 
 def staged_row_form(p: WordPiece, raw: PieceOut, gather: GatherOut, smem_budget: int) -> bool:
-    """Whether the index-major piece has the staged-row form: single entries (unit 1) along a
-    source axis of unit stride, written as the output's contiguous run, a row (padded to a
-    power of two, as it is staged) that fits the plan's shared-memory budget,
-    GLUON_ROW_MAX_BYTES and GLUON_ROW_MAX_ELEMENTS, and words of at most 8 bytes."""
+    """Whether a gather piece of a 2-D tile is index-major in the staged-row form: single
+    entries (unit 1) along a source axis of unit stride, written as the output's contiguous
+    run, a row (padded to a power of two, as it is staged) that fits the plan's shared-memory
+    budget, GLUON_ROW_MAX_BYTES and GLUON_ROW_MAX_ELEMENTS, and words of at most 8 bytes."""
     width = pow2_at_least(gather.index_bound)  # the staged row, padded to a power of two
     return (len(raw.tile) == 2 and gather.unit == 1 and p.word <= 8
             and gather.src_index_stride_bytes == p.word and gather.out_index_stride_bytes == p.word

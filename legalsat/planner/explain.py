@@ -327,8 +327,8 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
     row_gather = p.gather is not None and len(core.tile) == 1
     if p.gather is not None and parted_rows(p.gather, core):  # solve_row_parts
         parts = cdiv(p.gather.slab_bytes, tile[1] * eb)
-        out.append(f"slab part {tile[1]} x {eb} B: one entry a program, its {_fmt_bytes(p.gather.slab_bytes)} slab in "
-                   f"{parts} parts of at most {_fmt_bytes(SLAB_PART_BYTES)} (slabs over that are split), "
+        out.append(f"slab part {tile[1]} x {eb} B: one entry a program, its {p.gather.slab_bytes}-byte slab in "
+                   f"{parts} parts of at most {SLAB_PART_BYTES} B (slabs of 16-byte elements over that are split), "
                    f"{SLAB_PART_WARPS} warps")
         return out
     if p.gather is not None and not row_gather:  # index-major: (entries, slab elements) a program

@@ -40,8 +40,8 @@ from legalsat.terms.strategy import Strategy
 # (planes <-> interleaved channels) and their 16-byte estimate for odd channel counts. /21: no
 # shuffle plan for even channel counts, fewer warps for short interleave runs, the odd form of a
 # small transpose dense on both sides. /22: staged tiles into rows on 16 bytes but off a sector
-# skewed where the destination exceeds L2 (`skewed_stores`). /23: direct gathers of slabs over
-# 4 KiB move each slab in parts, a program each (`solve_row_parts`).
+# skewed where the destination exceeds L2 (`skewed_stores`). /23: direct gathers of contiguous
+# slabs of 16-byte elements over 4 KiB move each slab in parts, a program each (`solve_row_parts`).
 PLANNER_VERSION = "legalsat-planner/23"
 
 

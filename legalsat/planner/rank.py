@@ -30,14 +30,15 @@ def launch_bound(p: Plan, facts: CostFacts) -> bool:
 def longest_program_bytes(p: Plan) -> int:
     """What the plan's largest program reads (and as much it writes): a copy's piece tile
     within its extents; a row gather's rows (at most its entries) of one piece's slab, each
-    piece being a kernel of its own; an index-major gather's entries x slab step."""
+    piece being a kernel of its own; a 2-D gather tile's entries x slab step (index-major, or
+    one entry's slab in parts)."""
     g = p.gather
     if g is None:  # a copy piece's tile within its extents (a direct copy's flat block within its elements)
         return max((_tile_elems(piece) * piece.element_bytes for piece in p.pieces), default=0)
     most = 0
     for piece in p.pieces:
         slab = math.prod(d.extent for d in piece.dims)
-        if len(piece.tile) == 2:  # index-major: (entries, slab elements)
+        if len(piece.tile) == 2:  # (entries, slab elements)
             elems = min(piece.tile[0], g.index_count) * min(piece.tile[1], slab)
         else:
             elems = min(g.rows_per_program, g.index_count) * slab

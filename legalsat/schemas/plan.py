@@ -141,7 +141,7 @@ class PieceOut(Out):
                                                     "or one flat block; "
                             "for a gather, index entries per program, and where a program moves part of each "
                             "slab (a gather along an inner axis, whose entries are the output's contiguous dim; "
-                            "a direct gather of slabs over 4 KiB, one entry a program) also the slab elements "
+                            "a direct gather of long contiguous slabs, one entry a program) also the slab elements "
                             "per program")
     grid: list[Annotated[int, Field(ge=1)]] = Field(description="programs to launch")
     num_warps: Warps = Field(description="warps per program")

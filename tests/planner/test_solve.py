@@ -117,15 +117,16 @@ def test_short_gather_rows_take_8_KiB_per_program_over_8_warps():
 
 
 def test_long_gather_rows_are_moved_in_4_KiB_parts_over_4_warps():
-    """A direct gather's slab over 4 KiB: one entry a program, 4 KiB parts of 4 warps (the
-    embeddings and KV pages ran 0.4-1.8 % faster so on the H100 than in 32 KiB programs of 8
-    warps: benchmarks/row_gather_probe.json); up to 4 KiB, and words that do not divide a
-    part, the rows stay whole (`solve_rows`)."""
+    """A direct gather's slab of 16-byte elements over 4 KiB: one entry a program, 4 KiB parts
+    of 4 warps (the embeddings and KV pages ran 0.4-1.8 % faster so on the H100 than in 32 KiB
+    programs of 8 warps: benchmarks/row_gather_probe.json); up to 4 KiB, narrower elements, and
+    slabs whose last part would be under half a part stay whole (`solve_rows`)."""
     parts = solve.solve_row_parts(8192, 16, 16)
     assert (parts.rows, parts.num_warps, parts.slab_step) == (1, 4, 256)
-    assert solve.solve_row_parts(7168, 2, 2).slab_step == 2048
+    assert solve.solve_row_parts(7168, 16, 16).slab_step == 256  # a last part of 3 KiB
     assert solve.solve_row_parts(4096, 16, 16) is None and solve.solve_row_parts(128, 16, 16) is None
-    assert solve.solve_row_parts(36000, 12, 4) is None  # 12-byte words: no whole 4 KiB part
+    assert solve.solve_row_parts(4112, 16, 16) is None  # its second part would move 16 bytes
+    assert solve.solve_row_parts(8200, 8, 8) is None  # 8-byte elements: not measured
 
 
 def test_only_direct_gathers_of_one_long_slab_are_planned_in_parts():
@@ -153,3 +154,11 @@ def test_only_direct_gathers_of_one_long_slab_are_planned_in_parts():
     moe = gather("moe", view("bfloat16", (300, 4096)), 0, 600)
     moe["op"]["index"]["groups"] = 8
     assert all(len(p["pieces"][0]["tile"]) == 1 for p in plans(moe).values())
+    inner = plans(gather("cols", view("bfloat16", (20, 8192)), 1, 3000))["direct"]
+    assert inner["pieces"][0]["tile"][0] > 1  # index-major: a block of entries a program
+    odd = plans(gather("odd", view("bfloat16", (1000, 4100)), 0, 3000))["direct"]  # 8200-byte rows: 8-byte words
+    assert len(odd["pieces"][0]["tile"]) == 1
+    pitched = gather("pitched", view("bfloat16", (1000, 2048)), 0, 3000)
+    pitched["op"]["src"]["shape"], pitched["op"]["src"]["strides"] = [1000, 16, 256], [8192, 512, 1]
+    gapped = plans(pitched)["direct"]  # 16 runs of 512 B, 1 KiB apart: not one contiguous run
+    assert len(gapped["pieces"][0]["tile"]) == 1

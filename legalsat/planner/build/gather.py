@@ -60,12 +60,14 @@ def build_gather(form: Formulation, m: Gather, smem_budget: int):
     # a gather along an inner axis: consecutive entries are the output's contiguous run (and
     # one piece holds the slab)
     index_major = len(form.regions) == 1 and all(d * slab.eb > out_index_stride for n, _, d in slab.dims if n > 1)
-    # a direct gather of one slab whose entry strides hold it on both sides (an axis-0 gather's
-    # rows, a KV cache's pages) may move it in parts; the shuffle's windows and the executor's
-    # entries take whole slabs
+    src_index_stride = m.unit * m.src.strides[m.axis] * m.src.esize
+    # a direct gather whose slab is one contiguous run on both sides, no longer than its entry's
+    # stride on either (an axis-0 gather's rows, a KV cache's pages), may move it in parts; the
+    # shuffle's windows and the executor's entries take whole slabs
     row_like = (len(form.regions) == 1 and not m.index.groups and form.strategy is Strategy.DIRECT
-                and slab_bytes <= min(out_index_stride, m.unit * m.src.strides[m.axis] * m.src.esize))
-    parts = solve_row_parts(slab_bytes, slab.eb, slab.eb) if row_like and not index_major else None
+                and len(slab.dims) == 1 and slab.dims[0][1:] == (1, 1)
+                and slab_bytes <= min(out_index_stride, src_index_stride))
+    parts = solve_row_parts(slab_bytes, slab.eb, slab.eb) if row_like else None
     f = solve_index_major(m.index.count, slab.eb, slab.elems) if index_major else \
         parts or solve_rows(slab_bytes, slab.eb, m.index.count)
     walks = [Walk(r, linear=max(r.elems, 1)) for r in form.regions]
@@ -82,7 +84,7 @@ def build_gather(form: Formulation, m: Gather, smem_budget: int):
         window = WINDOW_ROWS
     # where index i's slab starts: i * stride on each side (the pieces are relative to it)
     gather = GatherPlan(m.index.count, m.index.distribution.value, m.unit, slab_bytes, f.rows, m.axis, rows,
-                        m.unit * m.src.strides[m.axis] * es, out_index_stride,
+                        src_index_stride, out_index_stride,
                         m.out_shape, m.index.groups, inspector, executor, window)
     grid = cdiv(m.index.count, f.rows)
     tile: tuple[int, ...] = (f.rows,)
