@@ -45,6 +45,16 @@ def set_halo(halo_bytes: int) -> None:
     movement.SKEW_SECTOR_BYTES = staged.SKEW_SECTOR_BYTES = halo_bytes
 
 
+def src_fastest(order):
+    """`order` (`legalsat.kernels.staged.walk_order`) with a skewed tile's transposed pair
+    swapped, so its programs step along the source's rows fastest; plain tiles and untiled
+    dims keep their order."""
+    def walk(p, skewed: bool):
+        w = order(p, skewed)
+        return [*w[:-2], w[-1], w[-2]] if skewed and w else w
+    return walk
+
+
 def variants(plan: dict) -> list[tuple[list[int], int]]:
     """(tile, num_warps) to try for `plan`'s first piece."""
     piece = plan["pieces"][0]
@@ -102,8 +112,7 @@ def main() -> None:
         tag += f"_halo{argv[k + 1]}"
         del argv[k:k + 2]
     if "--src-fastest" in argv:
-        order = staged.walk_order  # the transposed pair swapped, untiled dims still outermost
-        staged.walk_order = lambda p, skewed: (lambda w: w and [*w[:-2], w[-1], w[-2]])(order(p, skewed))
+        staged.walk_order = src_fastest(staged.walk_order)
         tag += "_srcfast"
     rounds = 0
     if "--interleave" in argv:
@@ -122,9 +131,7 @@ def main() -> None:
     tag += "_cudagraph" if graph else ""
     names = [a for a in argv if not a.startswith("--")] or list(WORKLOADS)
     rows, summary = [], []
-    for name, _, inp, want in workloads(lambda r: r, names):
-        resp = json.loads((Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json")
-                          .read_text())[name]["response"]
+    for name, resp, inp, want in workloads(lambda r: r, names):
         fn, op_args, _ = torch_op(inp)
         compiled = torch.compile(fn, dynamic=False)
         _, code = run_and_get_code(compiled, *op_args)

@@ -178,3 +178,18 @@ def test_the_probes_orders_step_along_the_dim_their_label_names(skew):
         t0, t1 = tile_of(text, 0, 2), tile_of(text, 1, 2)
         step = [k for k in range(2) if t0[k] != t1[k]]
         assert step == [fast], (axis, t0, t1)
+
+
+def test_the_edge_sweeps_src_fastest_option_swaps_only_the_skewed_tiles_order(monkeypatch):
+    """`tools/edge_sweep.py --src-fastest` walks a skewed tile along the source's rows fastest
+    and leaves plain tiles as the emitter walks them (it swapped both)."""
+    import legalsat.kernels.staged as staged
+    from tools.edge_sweep import src_fastest
+
+    monkeypatch.setattr(staged, "walk_order", src_fastest(staged.walk_order))
+    plain = staged_plan(optimize(CASES["transpose 257×96 bf16"].request()))
+    a, b = dims_ab(plain)
+    assert faster(emit(plain).source, a, b) == a
+    skewed = staged_plan(skewed_response(optimize(CASES["transpose 601×96 bf16 (unaligned rows)"].request())))
+    a, b = dims_ab(skewed)
+    assert faster(emit(skewed).source, a, b) == a
