@@ -130,6 +130,7 @@ def direct_variants(base: dict, response: dict, plan_index: int):
     """(label, kernel) for a direct copy plan with its block (`tile[0]`) and warps replaced."""
     from legalsat.clients.triton import build_kernel
 
+    planned = [(pc["tile"], pc["num_warps"]) for pc in base["pieces"] if pc["strategy"] == "direct"]
     out = []
     for block in BLOCKS:
         for warps in WARPS:
@@ -139,7 +140,6 @@ def direct_variants(base: dict, response: dict, plan_index: int):
                 if piece["strategy"] == "direct":
                     piece["tile"], piece["num_warps"] = [block], warps
                     piece["grid"] = [cdiv(prod(d["extent"] for d in piece["dims"]), block)]
-            planned = [(pc["tile"], pc["num_warps"]) for pc in base["pieces"] if pc["strategy"] == "direct"]
             label = f"{block} w{warps}" + (" (planned)" if planned and planned[0] == ([block], warps) else "")
             try:
                 out.append((label, build_kernel(r, plan_index=plan_index, variant="tl")))
@@ -173,12 +173,11 @@ def tile_variants(base: dict, response: dict, index: int):
     transposed dims a and b, warps) walking b fastest (`a/1`) and a fastest (`b/1`), and the
     planned kernel."""
     from legalsat.clients.triton import build_kernel
-    from legalsat.kernels.words import transposed_dims, word_piece
-    from legalsat.schemas.plan import PieceOut
+    from legalsat.kernels.words import piece_transposed_dims
     from tools.peer_tile_probe import variant
 
     piece = base["pieces"][0]
-    a, b = transposed_dims(word_piece(PieceOut.model_validate(piece), "pieces[0]"))
+    a, b = piece_transposed_dims(piece)
     planned = (piece["tile"][a], piece["tile"][b], piece["num_warps"])
     out = []
     for ta, tb, warps in dict.fromkeys([planned, *TILES]):
@@ -202,12 +201,12 @@ def main(names: list[str], sweep_tiles: bool = False, offset_mb: int = 0, quick:
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import build_kernel
-    from tools.sweep import PLANS, checked, workloads
+    from tools.sweep import checked, planned, workloads
 
     out = Path(os.environ.get("OUT", "."))
     dev = torch.device("cuda")
     result = {"env": gpu_environment(dev), "workloads": []}
-    plans = json.loads(PLANS.read_text())
+    plans = planned()
     # memory taken before the workloads' tensors: they land at other addresses (an order whose
     # concurrent programs share few DRAM pages is sensitive to where its rows lie)
     held = torch.empty(offset_mb << 20, dtype=torch.uint8, device=dev) if offset_mb else None

@@ -93,10 +93,9 @@ def main(names: list[str], shapes: bool = False) -> None:
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import build_kernel
-    from legalsat.kernels.words import transposed_dims, word_piece
-    from legalsat.schemas.plan import PieceOut
-    from legalsat.testing.torch_reference import compiled_peer, poison, same_bits
-    from tools.sweep import workloads
+    from legalsat.kernels.words import piece_transposed_dims
+    from legalsat.testing.torch_reference import compiled_peer, same_bits
+    from tools.sweep import checked, workloads
 
     out = Path(os.environ.get("OUT", "."))
     dev = torch.device("cuda")
@@ -107,24 +106,20 @@ def main(names: list[str], shapes: bool = False) -> None:
 
     for name, base, inp, want in workloads(staged, names or ([] if shapes else WORKLOADS)):
         piece = base["pieces"][0]
-        a, b = transposed_dims(word_piece(PieceOut.model_validate(piece), "pieces[0]"))
+        a, b = piece_transposed_dims(piece)
         planned = (piece["tile"][a], piece["tile"][b], piece["num_warps"])
-        fns, labels = [], []
         tried = [planned, *byte_tiles(piece, a, b)] if shapes else \
             [(ta, tb, w) for ta, tb in tiles(piece, a, b) for w in WARPS]
+        built = []
         for ta, tb, warps in dict.fromkeys(tried):
             try:
                 k = build_kernel(variant(base, a, b, ta, tb, warps), variant="tl")
             except Exception as e:  # a shape the staged kernel does not take (the emitter says why)
                 print(f"{name[:40]:40s} {ta}x{tb} w{warps}: not built: {str(e).splitlines()[0][:120]}")
                 continue
-            poison(inp)
-            if not same_bits(inp.call(k), want):
-                print(f"{name[:40]:40s} {ta}x{tb} w{warps}: NOT bit-exact")
-                continue
-            fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
-            labels.append({"tile_a": ta, "tile_b": tb, "warps": warps,
-                           "planned": (ta, tb, warps) == planned})
+            built.append(({"tile_a": ta, "tile_b": tb, "warps": warps, "planned": (ta, tb, warps) == planned},
+                          k, inp, want))
+        fns, labels = checked(name, built)
         peer = compiled_peer(inp)
         exact = same_bits(peer(), want)
         if not shapes:

@@ -54,15 +54,6 @@ def function_handle(kernel):
     return driver.CUfunction(compiled.function)
 
 
-def checked(kernel, inp, want):
-    """`kernel` run once on `inp` over a poisoned output, asserted bit-exact with `want`."""
-    from legalsat.testing.torch_reference import poison, same_bits
-
-    poison(inp)
-    assert same_bits(inp.call(kernel), want), f"{kernel!r} is not bit-exact"
-    return kernel
-
-
 def carveouts(names: list[str]) -> None:
     import torch
     from cuda.bindings import driver
@@ -70,13 +61,14 @@ def carveouts(names: list[str]) -> None:
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import same_size_copy
     from legalsat.clients.triton import build_kernel
-    from tools.sweep import workloads
+    from tools.sweep import exact, workloads
 
     dev = torch.device("cuda")
     result = {"env": gpu_environment(dev), "rows": []}
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT
     for name, resp, inp, want in workloads(lambda r: r, names or WORKLOADS[:1]):
-        kernel = checked(build_kernel(resp), inp, want)
+        kernel = build_kernel(resp)
+        exact(name, kernel, inp, want)
         func = function_handle(kernel)
         copy_fn = same_size_copy(inp.moved_bytes, dev)
         for percent in CARVEOUTS:
@@ -99,11 +91,11 @@ def main(names: list[str]) -> None:
     from benchmarks.measure import same_size_copy
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import compiled_peer, make_inputs, reference, same_bits
-    from tools.sweep import PLANS
+    from tools.sweep import exact, planned
 
     out = Path(os.environ.get("OUT", "."))
     dev = torch.device("cuda")
-    plans = json.loads(PLANS.read_text())
+    plans = planned()
     result = {"env": gpu_environment(dev), "rows": []}
 
     def inputs(entry, kept: int = 0, freed: int = 0):
@@ -123,7 +115,8 @@ def main(names: list[str]) -> None:
     def predecessors(name: str, entry: dict):
         inp, _ = inputs(entry)
         want = reference(inp)
-        kernel = checked(build_kernel(entry["response"]), inp, want)
+        kernel = build_kernel(entry["response"])
+        exact(name, kernel, inp, want)
         peer = compiled_peer(inp)
         assert same_bits(peer(), want), f"{name}: torch.compile is not bit-exact"
         n = inp.moved_bytes // 2
@@ -144,7 +137,7 @@ def main(names: list[str]) -> None:
 
     def placed(name: str, entry: dict, kernel, label: str, kept: int, freed: int) -> None:
         inp, pad = inputs(entry, kept, freed)
-        checked(kernel, inp, reference(inp))  # on these inputs too
+        exact(name, kernel, inp, reference(inp))  # on these inputs too
         record(name, f"{label}, after the same-size copy_", "legalsat",
                after(same_size_copy(inp.moved_bytes, dev), lambda: inp.call(kernel, check=False)))
 

@@ -30,6 +30,8 @@ import re
 import sys
 from pathlib import Path
 
+from legalsat.terms.integers import cdiv
+
 DEFAULT = ["embedding", "paged KV"]
 WHOLE_SLABS = Path(__file__).resolve().parent.parent / "benchmarks" / "row_gather_probe_plans.json"
 BLOCKS_PER_SM = (2, 4)
@@ -79,7 +81,7 @@ def split_rows(source: str, words: int, part: int, parts_fastest: bool) -> str:
     """A one-row-a-program gather kernel (its row `tl.arange(0, T)` words, no slab loop) with
     each program moving `part` words of it: ceil(words / part) programs a row."""
     head, rows, body = _split(source)
-    n = -(-words // part)
+    n = cdiv(words, part)
     if rows != 1 or body.count("    e = tl.arange(0, ") != 1 or "for c in range" in body:
         raise ValueError("not a one-row, one-slab row gather")
     body = re.sub(r"    e = tl\.arange\(0, \d+\)\n", f"    e = c * {part} + tl.arange(0, {part})\n", body)
@@ -95,8 +97,6 @@ def whole_slabs(response: dict, rows: int, warps: int) -> dict:
     """`response` whose first plan (a direct gather) moves `rows` whole slabs a program with
     `warps` warps."""
     import copy
-
-    from legalsat.terms.integers import cdiv
 
     r = copy.deepcopy(response)
     p = r["plans"][0]
@@ -139,24 +139,29 @@ def split_variants(response: dict):
         if part >= words:
             continue
         text = split_rows(k.emitted.source, words, part, fastest)
-        ln = dataclasses.replace(launch, grid=launch.grid * -(-words // part), num_warps=warps)
+        ln = dataclasses.replace(launch, grid=launch.grid * cdiv(words, part), num_warps=warps)
         label = f"split {part_bytes} w{warps}" + ("" if fastest else ", parts slowest")
         out.append((label, Kernel(k.plan, dataclasses.replace(k.emitted, source=text, launches=(ln,)), k.request_op),
                     False))
     return out
 
 
+def row_gather(resp: dict) -> dict | None:
+    """`resp`'s first plan where it is a direct gather of ungrouped entries (what the probe
+    varies), else None."""
+    p = resp["plans"][0] if resp["plans"] else None
+    return p if p and p["strategy"] == "direct" and p.get("gather") and not p["gather"].get("groups") else None
+
+
 def plan_whole_slabs(names: list[str]) -> None:
     """Write `WHOLE_SLABS`: each named workload's response with its first plan's programs as
     `solve_rows` gives them (the GPU machine runs no planner)."""
-    from tools.sweep import PLANS
+    from tools.sweep import planned
 
     out = {}
-    for name, entry in json.loads(PLANS.read_text()).items():
+    for name, entry in planned().items():
         resp = entry["response"]
-        p = resp["plans"][0] if resp["plans"] else None
-        if p and p["strategy"] == "direct" and p.get("gather") and not p["gather"].get("groups") \
-                and any(a in name for a in names or DEFAULT):
+        if row_gather(resp) and any(a in name for a in names or DEFAULT):
             out[name] = solved_rows(resp)
     WHOLE_SLABS.write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {WHOLE_SLABS} ({len(out)} workloads)")
@@ -190,19 +195,14 @@ def main(names: list[str]) -> None:
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import same_size_copy, timed_together
     from legalsat.testing.torch_reference import compiled_peer, reference, same_bits
-    from tools.sweep import PLANS, checked, workloads
+    from tools.sweep import checked, planned, workloads
 
     out = Path(os.environ.get("OUT", "."))
     dev = torch.device("cuda")
     result = {"env": gpu_environment(dev), "workloads": []}
-    plans = json.loads(PLANS.read_text())
+    plans = planned()
     whole = json.loads(WHOLE_SLABS.read_text())
-
-    def pick(resp: dict) -> dict | None:
-        p = resp["plans"][0] if resp["plans"] else None
-        return p if p and p["strategy"] == "direct" and p.get("gather") and not p["gather"].get("groups") else None
-
-    for name, base, inp, want in workloads(pick, names or DEFAULT):
+    for name, base, inp, want in workloads(row_gather, names or DEFAULT):
         response = plans[name]["response"]
         ident = dataclasses.replace(inp, index=torch.arange(inp.index.numel(), device=dev, dtype=inp.index.dtype),
                                     ref_out={})

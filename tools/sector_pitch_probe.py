@@ -127,6 +127,7 @@ def run(*which: str) -> None:
     from benchmarks.measure import same_size_copy, timed_against_copy, write_probe
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import make_inputs, reference
+    from tools.sweep import exact
 
     rows, bench = [], []
     for workload, entry in json.loads(PLANS.read_text()).items():
@@ -147,7 +148,7 @@ def run(*which: str) -> None:
         for label, k, r in kernels:
             pc = r["plans"][0]["pieces"][0]
             names.append(f"{label} {pc['tile']}{' skewed' if pc.get('skewed_stores') else ''}")
-            fns.append(_checked(f"{workload}: {label}", k, inp, want))
+            fns.append(exact(f"{workload}: {label}", k, inp, want))
         names.append("same-size copy_")
         fns.append(same_size_copy(resp["plans"][0]["cost"]["bytes_moved"], "cuda"))
         print(workload, flush=True)
@@ -158,16 +159,6 @@ def run(*which: str) -> None:
         print(f"{r['workload']:60s} {r['kernel']:44s} {r['us']:8.1f} {r['copy_ratio']:8.3f}")
 
 
-def _checked(what: str, kernel, inp, want):
-    """`kernel` run on `inp` over a poisoned output and asserted bit-exact with `want`; the
-    call to time."""
-    from legalsat.testing.torch_reference import poison, same_bits
-
-    poison(inp)
-    assert same_bits(inp.call(kernel), want), f"{what} differs from PyTorch"
-    return lambda: inp.call(kernel)
-
-
 def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
     """The planned kernel (unmasked inside), the same tile every program masked, torch.compile
     and a same-size copy_, eagerly and from CUDA graphs (median of 3 interleaved rounds each)."""
@@ -176,6 +167,7 @@ def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
     from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import compiled_peer, make_inputs, reference, same_bits
+    from tools.sweep import exact
 
     resp = entry["planned"]
     inp = make_inputs(resp, entry["workload"], "cuda", torch.Generator(device="cuda").manual_seed(1))
@@ -183,7 +175,7 @@ def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
     kernels = [("planned", build_kernel(resp, variant="tl")),
                ("every program masked", _masked_everywhere(lambda: build_kernel(resp, variant="tl")))]
     names = [f"{label} {resp['plans'][0]['pieces'][0]['tile']}" for label, _ in kernels]
-    fns = [_checked(f"{workload}: {label}", k, inp, want) for label, k in kernels]
+    fns = [exact(f"{workload}: {label}", k, inp, want) for label, k in kernels]
     torch._dynamo.reset()
     peer = compiled_peer(inp)
     assert same_bits(peer(), want), f"{workload}: torch.compile differs"

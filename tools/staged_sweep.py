@@ -21,8 +21,7 @@ def main() -> None:
     from triton.testing import do_bench
 
     from legalsat.clients.triton import build_kernel
-    from legalsat.kernels.words import transposed_dims, word_piece
-    from legalsat.schemas.plan import PieceOut
+    from legalsat.kernels.words import piece_transposed_dims
     from legalsat.testing.torch_reference import poison, same_bits
     from tools.sweep import workloads
 
@@ -33,7 +32,7 @@ def main() -> None:
     for name, base, inp, want in workloads(staged, sys.argv[1:]):
         piece = base["pieces"][0]
         dims = piece["dims"]
-        a, b = transposed_dims(word_piece(PieceOut.model_validate(piece), "pieces[0]"))
+        a, b = piece_transposed_dims(piece)
         eb = piece["element_bytes"]
         for ta in (16, 32, 64, 128, 256):
             for tb in (16, 32, 64, 128, 256):

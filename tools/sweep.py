@@ -3,13 +3,19 @@ PyTorch's answer, one at a time; their integer options; running a sweep in fresh
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
-PLANS = Path(__file__).resolve().parent.parent / "benchmarks" / "kernel_plans.json"
+from benchmarks.bench_kernels import PLANS
+
+
+@functools.cache
+def planned() -> dict:
+    """benchmarks/kernel_plans.json, read once a process (callers copy what they edit)."""
+    return json.loads(PLANS.read_text())
 
 
 def workloads(pick: Callable[[dict], dict | None], names: list[str]) -> Iterator[tuple[str, dict, object, object]]:
@@ -22,7 +28,7 @@ def workloads(pick: Callable[[dict], dict | None], names: list[str]) -> Iterator
     from legalsat.testing.torch_reference import make_inputs, reference
 
     dev = torch.device("cuda")
-    for name, entry in json.loads(PLANS.read_text()).items():
+    for name, entry in planned().items():
         resp = entry["response"]
         base = pick(resp)
         if base is None or (names and not any(a in name for a in names)):
@@ -54,6 +60,16 @@ def checked(name: str, tried) -> tuple[list[Callable[[], object]], list[str]]:
         fns.append(lambda k=k, inp=inp: inp.call(k, check=False))
         labels.append(label)
     return fns, labels
+
+
+def exact(what: str, kernel, inp, want) -> Callable[[], object]:
+    """`kernel` run on `inp` over a poisoned output and asserted bit-exact with `want` (`what`
+    names it); the call to time."""
+    from legalsat.testing.torch_reference import poison, same_bits
+
+    poison(inp)
+    assert same_bits(inp.call(kernel), want), f"{what} differs from PyTorch"
+    return lambda: inp.call(kernel, check=False)
 
 
 def option(args: list[str], name: str, default: int) -> int:

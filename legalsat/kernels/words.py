@@ -119,6 +119,12 @@ def index_strides(gather: GatherOut, p: WordPiece, i: int) -> tuple[int, int]:
     return gather.src_index_stride_bytes // p.word, gather.out_index_stride_bytes // p.word
 
 
+def piece_transposed_dims(piece: PieceOut | dict, field: str = "pieces[0]") -> tuple[int, int] | None:
+    """`transposed_dims` of a plan's piece as the plan gives it (a PieceOut or its JSON)."""
+    raw = piece if isinstance(piece, PieceOut) else PieceOut.model_validate(piece)
+    return transposed_dims(word_piece(raw, field))
+
+
 def transposed_dims(p: WordPiece) -> tuple[int, int] | None:
     """The planner's rule (`transposed_pair`) on words: (a, b), the dim contiguous in src only
     and the dim contiguous in dst only, or None. A 16-byte element is a pair of words

@@ -93,10 +93,10 @@ PADDED_ROWS = {"kind": "gather", "src": {"dtype": "bfloat16", "shape": [1000, 4,
                "axis": 0, "index": {"count": 777}}
 
 
-@pytest.mark.parametrize("op,edit", [(op, edit) for op in (GATHER, PAGED, MOE) for edit in (_halve_extent, _zero_dst_stride)]
-                         + [(PADDED_ROWS, _drop_dim)],
-                         ids=[f"{o}-{e}" for o in ("rows", "paged", "moe") for e in ("halve", "zero-stride")]
-                         + ["padded-rows-drop-dim"])
+@pytest.mark.parametrize("op,edit", [pytest.param(op, edit, id=f"{o}-{e}")
+                                     for o, op in (("rows", GATHER), ("paged", PAGED), ("moe", MOE))
+                                     for e, edit in (("halve", _halve_extent), ("zero-stride", _zero_dst_stride))]
+                         + [pytest.param(PADDED_ROWS, _drop_dim, id="padded-rows-drop-dim")])
 def test_gather_slab_pieces_that_are_not_the_requests(op, edit):
     """A gather's slab piece edited (half its extent, a destination stride of 0, a dim
     dropped): each built, and its kernel left half of every entry unwritten or wrote one

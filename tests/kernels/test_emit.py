@@ -39,15 +39,20 @@ def _slug(*parts: str) -> str:
     return "_".join("".join(c if c.isalnum() else "-" for c in p) for p in parts)
 
 
-@pytest.mark.parametrize("case,strategy,variant", PICKS, ids=[_slug(*p) for p in PICKS])
-def test_golden_source(case, strategy, variant):
-    """The emitted module of a fixed plan, byte for byte (LEGALSAT_UPDATE_GOLDEN=1 rewrites)."""
-    src = emit(_plan(case, strategy), variant).source
-    path = GOLDEN / f"{_slug(case, strategy, variant)}.py"
+def _golden(name: str, src: str) -> None:
+    """`src` byte for byte as tests/data/kernels/`name` holds it (LEGALSAT_UPDATE_GOLDEN=1
+    rewrites the file)."""
+    path = GOLDEN / name
     if os.environ.get("LEGALSAT_UPDATE_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(src)
     assert src == path.read_text()
+
+
+@pytest.mark.parametrize("case,strategy,variant", PICKS, ids=[_slug(*p) for p in PICKS])
+def test_golden_source(case, strategy, variant):
+    """The emitted module of a fixed plan, byte for byte (LEGALSAT_UPDATE_GOLDEN=1 rewrites)."""
+    _golden(f"{_slug(case, strategy, variant)}.py", emit(_plan(case, strategy), variant).source)
 
 
 def test_stores_of_sixteen_bytes_into_misaligned_rows_are_sector_skewed():
@@ -57,10 +62,7 @@ def test_stores_of_sixteen_bytes_into_misaligned_rows_are_sector_skewed():
     plain = emit(_plan(case, "staged_smem")).source
     skewed = emit(skewed_response(CASES[case]["response"])["plans"][0]).source
     assert "tl.gather" not in plain and _plan(case, "staged_smem")["pieces"][0]["store_vector_bytes"] == 2
-    path = GOLDEN / f"{_slug(case, 'staged_smem', 'tl')}_skewed.py"
-    if os.environ.get("LEGALSAT_UPDATE_GOLDEN") == "1":
-        path.write_text(skewed)
-    assert skewed == path.read_text()
+    _golden(f"{_slug(case, 'staged_smem', 'tl')}_skewed.py", skewed)
 
 
 def test_a_contiguous_side_is_indexed_by_the_traversal_index():

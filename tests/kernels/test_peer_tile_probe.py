@@ -8,7 +8,6 @@ import copy
 
 import pytest
 
-from legalsat.kernels import emit
 from legalsat.testing.workloads import small_cases
 from tests.kernels.client import interpreted, require_client
 from tools.peer_tile_probe import byte_tiles, tiles, variant
@@ -19,12 +18,11 @@ CASES = [w for w in small_cases() if w.name in ("transpose 257Ã—96 bf16", "BHSDâ
 
 def staged(w) -> tuple[dict, dict, int, int]:
     from legalsat.api import optimize
-    from legalsat.kernels.words import transposed_dims, word_piece
-    from legalsat.schemas.plan import PieceOut
+    from legalsat.kernels.words import piece_transposed_dims
 
     resp = optimize(w.request())
     plan = next(p for p in resp["plans"] if p["strategy"] == "staged_smem")
-    a, b = transposed_dims(word_piece(PieceOut.model_validate(plan["pieces"][0]), "pieces[0]"))
+    a, b = piece_transposed_dims(plan["pieces"][0])
     return resp, plan, a, b
 
 
@@ -40,9 +38,9 @@ def test_every_tried_tile_walks_the_piece_and_stays_bit_exact(w):
         v = variant(plan, a, b, ta, tb, warps)
         vp = v["pieces"][0]
         assert vp["tile"][a] == ta and vp["tile"][b] == tb and vp["num_warps"] == warps
-        assert vp["grid"] == [emit(v).launches[0].grid]  # the programs the emitted kernel launches
         assert plan == planned  # the planned plan is left as it was
-        interpreted({**resp, "plans": [v]}, w.__dict__, seed=3)
+        k = interpreted({**resp, "plans": [v]}, w.__dict__, seed=3)
+        assert vp["grid"] == [k.emitted.launches[0].grid]  # the programs the emitted kernel launches
 
 
 def test_byte_shapes_become_element_extents_within_the_dims():
