@@ -139,19 +139,15 @@ def shear_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, segments: int, 
 
 def _sm90_ptx(text: str, fn_name: str, warps: int, gluon: bool) -> str:
     """The PTX of kernel `fn_name` of source `text` compiled for sm90 (no GPU needed), its
-    pointers taken 16-byte aligned as Triton specializes them at launch."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
-    from triton.experimental.gluon._runtime import GluonASTSource
+    pointers taken 16-byte aligned as Triton specializes them at launch
+    (`legalsat.clients.resources.compile_kernel`)."""
+    from legalsat.clients.resources import compile_kernel
+    from legalsat.kernels.source import Emitted, Launch
 
-    from legalsat.clients.triton import load_module
-
-    fn = getattr(load_module((HEADER_GLUON if gluon else HEADER_TL) + "\n" + text), fn_name)
-    aligned = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
-    source = (GluonASTSource if gluon else ASTSource)(fn, {"src": "*bf16", "dst": "*bf16"}, constexprs={},
-                                                      attrs=aligned)
-    return triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
+    variant, header = ("gluon", HEADER_GLUON) if gluon else ("tl", HEADER_TL)
+    launch = Launch(fn_name, 1, warps, ("src", "dst"), word=2)  # bf16 words
+    return compile_kernel(Emitted("probe", variant, header + "\n" + text, (launch,)), launch, 90,
+                          aligned=True).asm["ptx"]
 
 
 def shear_sm90_ptx(ta: int = 128, segments: int = 2, warps: int = 4, align: int = SECTOR) -> str:
