@@ -55,16 +55,20 @@ def install_hook() -> None:
     triton.knobs.runtime.add_stages_inspection_hook = hook
 
 
-def tagged(kernel, tag: str):
-    """`kernel` (a legalsat Kernel) with each of its kernels renamed `NAME__tag`."""
-    from legalsat.clients.triton import Kernel
-
-    em = kernel.emitted
+def renamed(em, tag: str):
+    """`em` (an Emitted module) with each of its launched kernels renamed `NAME__tag`."""
     source = em.source
     for name in {ln.kernel for ln in em.launches}:
         source = re.sub(rf"\b{name}\b", f"{name}__{tag}", source)
     launches = [dataclasses.replace(ln, kernel=f"{ln.kernel}__{tag}") for ln in em.launches]
-    return Kernel(kernel.plan, dataclasses.replace(em, source=source, launches=launches), kernel.request_op)
+    return dataclasses.replace(em, source=source, launches=launches)
+
+
+def tagged(kernel, tag: str):
+    """`kernel` (a legalsat Kernel) with its kernels renamed for variant `tag` (`renamed`)."""
+    from legalsat.clients.triton import Kernel
+
+    return Kernel(kernel.plan, renamed(kernel.emitted, tag), kernel.request_op)
 
 
 def main() -> None:
