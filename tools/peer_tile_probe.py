@@ -9,6 +9,9 @@ tiles can be read next to ours.
     python -m tools.peer_tile_probe shapes [NAME ...]
         # GPU: every staged workload (default: all of the benchmark's), the planned tile and the
         # tiles of `BYTE_SHAPES`, timed eagerly and from CUDA graphs: $OUT/peer_tile_shapes.json
+    python -m tools.peer_tile_probe warps [NAME ...]
+        # GPU: the same workloads, the planned tile with each of `WARP_COUNTS` warps (the bytes
+        # each thread moves), eagerly and from CUDA graphs: $OUT/peer_tile_warps.json
 
 NAME: substrings of benchmark workload names (default: `WORKLOADS`). Every kernel is run on a
 poisoned output and compared bit for bit with PyTorch's before it is timed.
@@ -31,6 +34,7 @@ WORKLOADS = ["NCHW→NHWC 32×256×56×56 bf16", "NHWC→NCHW 32×56×56×256 bf
 SIDES = (8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 TILE_BYTES = (4096, 65536)  # the staged kernel's shared-memory tile, smallest and largest tried
 WARPS = (4, 8)
+WARP_COUNTS = (4, 8, 16, 32)
 # (bytes along the source-contiguous dim, bytes along the destination-contiguous dim, warps)
 BYTE_SHAPES = [(128, 64, 8), (128, 64, 4), (64, 128, 8), (256, 64, 8), (128, 128, 8), (256, 128, 8),
                (256, 256, 8), (512, 64, 8)]
@@ -87,7 +91,19 @@ def inductor_source(fn) -> str:
     return "\n\n# ----\n\n".join(sources)
 
 
-def main(names: list[str], shapes: bool = False) -> None:
+def tried_tiles(mode: str, piece: dict, a: int, b: int, planned: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    """(extent along a, extent along b, warps) of each variant `mode` times, the planned first
+    where the mode times it."""
+    if mode == "sweep":
+        return [(ta, tb, w) for ta, tb in tiles(piece, a, b) for w in WARPS]
+    if mode == "shapes":
+        return [planned, *byte_tiles(piece, a, b)]
+    return [planned, *((planned[0], planned[1], w) for w in WARP_COUNTS)]
+
+
+def main(names: list[str], mode: str = "sweep") -> None:
+    """`mode`: sweep (tiles x `WARPS`, CUDA graphs), shapes (`BYTE_SHAPES`) or warps (the
+    planned tile x `WARP_COUNTS`); the last two eagerly too."""
     import torch
 
     from benchmarks.environment import gpu_environment
@@ -104,12 +120,12 @@ def main(names: list[str], shapes: bool = False) -> None:
     def staged(resp: dict) -> dict | None:
         return next((p for p in resp["plans"] if p["strategy"] == "staged_smem"), None)
 
+    shapes = mode != "sweep"
     for name, base, inp, want in workloads(staged, names or ([] if shapes else WORKLOADS)):
         piece = base["pieces"][0]
         a, b = piece_transposed_dims(piece)
         planned = (piece["tile"][a], piece["tile"][b], piece["num_warps"])
-        tried = [planned, *byte_tiles(piece, a, b)] if shapes else \
-            [(ta, tb, w) for ta, tb in tiles(piece, a, b) for w in WARPS]
+        tried = tried_tiles(mode, piece, a, b, planned)
         built = []
         for ta, tb, warps in dict.fromkeys(tried):
             try:
@@ -138,7 +154,8 @@ def main(names: list[str], shapes: bool = False) -> None:
             entry.update(torch_compile_eager_us=round(eager[-2] * 1e3, 3), copy_eager_us=round(eager[-1] * 1e3, 3))
         entry["kernels"] = sorted(rows, key=lambda r: r["us"])
         result["workloads"].append(entry)
-        (out / ("peer_tile_shapes.json" if shapes else "peer_tile_probe.json")).write_text(
+        (out / {"sweep": "peer_tile_probe.json", "shapes": "peer_tile_shapes.json",
+                "warps": "peer_tile_warps.json"}[mode]).write_text(
             json.dumps(result, indent=1) + "\n")
         del fns, peer, copy_fn
         torch._dynamo.reset()
@@ -159,4 +176,4 @@ def table(result: dict) -> str:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main(args[1:], shapes=True) if args[:1] == ["shapes"] else main(args)
+    main(args[1:], args[0]) if args[:1] in (["shapes"], ["warps"]) else main(args)

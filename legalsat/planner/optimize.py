@@ -42,7 +42,8 @@ from legalsat.terms.strategy import Strategy
 # small transpose dense on both sides. /22: staged tiles into rows on 16 bytes but off a sector
 # skewed where the destination exceeds L2 (`skewed_stores`). /23: direct gathers of contiguous
 # slabs of 16-byte elements over 4 KiB move each slab in parts, a program each (`solve_row_parts`).
-PLANNER_VERSION = "legalsat-planner/23"
+# /24: direct copies of 16-byte words in 8 KiB blocks of 16 warps, one vector a thread.
+PLANNER_VERSION = "legalsat-planner/24"
 
 
 class Clock:

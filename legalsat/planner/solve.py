@@ -128,6 +128,13 @@ class LinearFields:
 # padded pitch): 16 bytes per thread wins, 2048 x 8 warps at 1.097 ms (a same-size copy_ 1.093),
 # 8192 x 8 warps at 1.221 ms
 NARROW_BLOCK_BYTES = 4096
+# 16-byte words too: one vector a thread, 8 KiB blocks of 16 warps. A flat copy of 2 x 268 MB
+# on the H100 (tools/copy_limit_probe.py, benchmarks/copy_limit_probe.json): 0.999 / 1.002 of
+# copy_ eagerly / from CUDA graphs, where 16 KiB blocks of 8 warps (64 bytes a thread) ran at
+# 0.983 / 0.984 and 4 KiB of 8 warps at 0.997 / 0.999; BSHD->BHSD's row permutation had its
+# fastest block there too (benchmarks/order_probe.json)
+WIDE_BLOCK_BYTES = 8192
+VECTOR_BYTES_PER_THREAD = 16
 # the smallest block a small piece is split into so that every SM gets programs (a 517 x 33
 # bf16 transpose copied directly: 512-element blocks 3.9-4.8 us, 8192-element 5.8-6.9 us)
 MIN_BLOCK_BYTES = 1024
@@ -135,11 +142,12 @@ MIN_BLOCK_BYTES = 1024
 
 def solve_linear(p: Region, max_block_bytes: int = 16384, min_programs: int = 1) -> LinearFields:
     """Block size of a direct copy piece: the largest power of two of at most
-    `max_block_bytes` (`NARROW_BLOCK_BYTES` for elements narrower than 16 bytes) that the piece
-    can fill, and small enough for `min_programs` programs where a block of `MIN_BLOCK_BYTES`
-    allows. Narrow elements take 16 bytes per thread (warps = block bytes / 512, at most 8)."""
+    `max_block_bytes` (`NARROW_BLOCK_BYTES` for elements narrower than 16 bytes,
+    `WIDE_BLOCK_BYTES` for 16-byte words) that the piece can fill, and small enough for
+    `min_programs` programs where a block of `MIN_BLOCK_BYTES` allows. A thread moves 16 bytes
+    (warps = block bytes / 512: at most 8 for narrow elements, 16 for words)."""
     narrow = p.eb < 16
-    limit = min(max_block_bytes, NARROW_BLOCK_BYTES) if narrow else max_block_bytes
+    limit = min(max_block_bytes, NARROW_BLOCK_BYTES if narrow else WIDE_BLOCK_BYTES)
     limit = min(limit, max(MIN_BLOCK_BYTES, p.bytes // max(min_programs, 1)))
     cap = min(MAX_LOG, floor_log2(limit) - floor_log2(p.eb),
               (floor_log2(p.elems - 1) + 1 if p.elems > 1 else 0))
@@ -152,7 +160,8 @@ def solve_linear(p: Region, max_block_bytes: int = 16384, min_programs: int = 1)
                    f"a block larger than the {p.elems} elements of the piece")
         cap = fp.solve([e])[e].as_long()
     block = 1 << cap  # the largest block both bounds allow
-    warps = max(1, min(8, block * p.eb // 512)) if narrow else warps_for(block * p.eb)
+    per_warp = 32 * VECTOR_BYTES_PER_THREAD
+    warps = max(1, min(8 if narrow else 16, block * p.eb // per_warp))
     return LinearFields(block, cdiv(p.elems, block), warps, p.eb)
 
 

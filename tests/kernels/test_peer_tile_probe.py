@@ -10,7 +10,7 @@ import pytest
 
 from legalsat.testing.workloads import small_cases
 from tests.kernels.client import interpreted, require_client
-from tools.peer_tile_probe import byte_tiles, tiles, variant
+from tools.peer_tile_probe import WARP_COUNTS, byte_tiles, tiles, tried_tiles, variant
 
 CASES = [w for w in small_cases() if w.name in ("transpose 257×96 bf16", "BHSD→BHDS 2×3×40×32 bf16",
                                                  "transpose 33×47 uint8")]
@@ -54,3 +54,12 @@ def test_byte_shapes_become_element_extents_within_the_dims():
     # shapes that meet in the same extents are tried once
     small = byte_tiles(piece(2, [40, 3]), 0, 1)
     assert len(small) == len(set(small))
+
+
+def test_the_warps_mode_keeps_the_planned_tile_and_varies_its_warps():
+    _, plan, a, b = staged(CASES[0])
+    piece = plan["pieces"][0]
+    planned = (piece["tile"][a], piece["tile"][b], piece["num_warps"])
+    tried = tried_tiles("warps", piece, a, b, planned)
+    assert tried[0] == planned and tried[1:] == [(planned[0], planned[1], w) for w in WARP_COUNTS]
+    assert tried_tiles("shapes", piece, a, b, planned)[0] == planned

@@ -67,13 +67,17 @@ def test_rows_and_linear_closed_forms(slab, count):
     assert lin.block * 2 <= 16384 and lin.grid * lin.block >= count
 
 
-def test_linear_blocks_hold_16_bytes_per_thread_for_narrow_elements():
+def test_linear_blocks_hold_16_bytes_per_thread():
     """2-byte elements (scalar accesses on one side): 4 KiB blocks of 8 warps, 16 bytes a
-    thread (the padded-pitch copy measured on the H100); 16-byte words keep 16 KiB blocks."""
+    thread (the padded-pitch copy measured on the H100); 16-byte words: 8 KiB blocks of 16
+    warps, one vector a thread (the flat copy measured there, benchmarks/copy_limit_probe.json),
+    and a small piece's smaller blocks keep one vector a thread."""
     narrow = solve.solve_linear(Region(2, 2, 16, ((16384, 50257, 50264), (50257, 1, 1))), min_programs=264)
     assert (narrow.block, narrow.num_warps) == (2048, 8)
     wide = solve.solve_linear(Region(16, 16, 16, ((1 << 24, 1, 1),)), min_programs=264)
-    assert (wide.block, wide.num_warps) == (1024, 8)
+    assert (wide.block, wide.num_warps) == (512, 16)
+    small = solve.solve_linear(Region(16, 16, 16, ((4096, 1, 1),)), min_programs=264)
+    assert (small.block, small.num_warps) == (64, 2)
 
 
 def test_small_pieces_are_split_so_every_sm_gets_programs():
