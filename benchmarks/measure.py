@@ -66,6 +66,12 @@ def timed_together(fns: list[Callable[[], object]], spreads: list[float] | None 
     return out
 
 
+def timed_both_ways(fns: list[Callable[[], object]], repeats: int = REPEATS) -> tuple[list[float], list[float]]:
+    """`timed_together` eagerly (launches included), then from CUDA graphs (the device's time
+    alone): (ms eagerly, ms from graphs), each in `fns`' order."""
+    return timed_together(fns, repeats=repeats), timed_together(fns, repeats=repeats, graph=True)
+
+
 def timed_against_copy(names: list[str], fns: list[Callable[[], object]], repeats: int = REPEATS,
                        digits: int = 1) -> list[dict]:
     """A probe's kernels timed together (`timed_together`), the last of `fns` the same-size

@@ -92,7 +92,7 @@ def main() -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
-    from benchmarks.measure import timed_together
+    from benchmarks.measure import timed_both_ways
 
     out = Path(os.environ.get("OUT", "."))
     src, dst = buffers()
@@ -106,8 +106,7 @@ def main() -> None:
             continue
         labels.append(label)
         timed.append(fn)
-    eager = timed_together(timed)
-    graph = timed_together(timed, graph=True)
+    eager, graph = timed_both_ways(timed)
     rows = [{"kernel": k, "us": round(e * 1e3, 2), "graph_us": round(g * 1e3, 2),
              "of_copy": round(eager[0] / e, 4), "graph_of_copy": round(graph[0] / g, 4)}
             for k, e, g in zip(labels, eager, graph)]

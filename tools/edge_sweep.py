@@ -49,8 +49,8 @@ def src_fastest(order):
     """`order` (`legalsat.kernels.staged.walk_order`) with a skewed tile's transposed pair
     swapped, so its programs step along the source's rows fastest; plain tiles and untiled
     dims keep their order."""
-    def walk(p, skewed: bool):
-        w = order(p, skewed)
+    def walk(p, skewed: bool, tile: tuple[int, ...] = ()):
+        w = order(p, skewed, tile)
         return [*w[:-2], w[-1], w[-2]] if skewed and w else w
     return walk
 

@@ -4,7 +4,7 @@ or given other blocks, next to a same-size `copy_`, timed eagerly and from CUDA 
 interleaved rounds.
 
     python -m tools.order_probe [NAME ...]   # GPU: $OUT/order_probe.json, a table last
-    python -m tools.order_probe tiles NAME   # GPU: a staged workload's tiles (`TILES`), each in its
+    python -m tools.order_probe tiles NAME   # GPU: a staged workload's tiles (`tiles_of`), each in its
                                              # planned order and walking b fastest: $OUT/order_tiles.json
     python -m tools.order_probe bounds [NAME ...]  # GPU: every workload's first plan (tl), as emitted
                                              # and without its program ids' stated range: $OUT/bound_probe.json
@@ -44,8 +44,15 @@ WARPS = (4, 8, 16)
 MIN_BYTES = 64 << 20
 PERSISTENT_WARPS = 64  # warps an SM holds: a persistent grid is the SMs times as many programs as fit
 # (extent along a, along b, warps) the `tiles` sweep tries
-TILES = [(ta, tb, w) for ta in (32, 64, 128, 256) for tb in (64, 128, 256) for w in (4, 8)
-         if 4096 <= ta * tb * 2 <= 65536]
+TILE_BYTES = (4096, 65536)  # the staged tiles tried: from 4 to 64 KiB of shared memory
+
+
+def tiles_of(element_bytes: int) -> list[tuple[int, int, int]]:
+    """(extent along a, extent along b, warps) of the tiles `tiles` tries for a piece of
+    `element_bytes` elements: extents 32-256 along a and 64-256 along b within `TILE_BYTES`."""
+    return [(ta, tb, w) for ta in (32, 64, 128, 256) for tb in (64, 128, 256) for w in (4, 8)
+            if TILE_BYTES[0] <= ta * tb * element_bytes <= TILE_BYTES[1]]
+
 
 def order_lines(counts: list[int], a: int, b: int, axis: str, group: int, q: str, indent: str,
                 walk: list[int]) -> list[str]:
@@ -107,7 +114,7 @@ def staged_variants(k, piece_raw: dict, orders: list | None = None):
     a, b = transposed_dims(wp)
     skewed = staged_form(wp, raw) == "skewed"
     counts = tile_counts(wp, wp.tile, skewed)
-    walk = walk_order(wp, skewed) or list(range(len(counts)))  # how the emitted kernel splits pid
+    walk = walk_order(wp, skewed, wp.tile) or list(range(len(counts)))  # how the emitted kernel splits pid
     (launch,) = k.emitted.launches
     if prod(counts) != launch.grid:
         raise ValueError(f"tile counts {counts} do not give the launch's grid {launch.grid}")
@@ -169,7 +176,7 @@ def bound_variants(response: dict, index: int):
 
 
 def tile_variants(base: dict, response: dict, index: int):
-    """(label, kernel) for a staged plan with each tile of `TILES` (extents along the
+    """(label, kernel) for a staged plan with each tile of `tiles_of` (extents along the
     transposed dims a and b, warps) walking b fastest (`a/1`) and a fastest (`b/1`), and the
     planned kernel."""
     from legalsat.clients.triton import build_kernel
@@ -180,7 +187,7 @@ def tile_variants(base: dict, response: dict, index: int):
     a, b = piece_transposed_dims(piece)
     planned = (piece["tile"][a], piece["tile"][b], piece["num_warps"])
     out = []
-    for ta, tb, warps in dict.fromkeys([planned, *TILES]):
+    for ta, tb, warps in dict.fromkeys([planned, *tiles_of(piece["element_bytes"])]):
         r = copy.deepcopy(response)
         r["plans"][index] = variant(base, a, b, ta, tb, warps)
         try:

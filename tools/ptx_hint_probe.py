@@ -75,7 +75,7 @@ def main() -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
-    from benchmarks.measure import same_size_copy, timed_together
+    from benchmarks.measure import same_size_copy, timed_both_ways
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import make_inputs, reference, torch_op
     from tools.sweep import checked, planned, workloads
@@ -108,8 +108,7 @@ def main() -> None:
             compiled(*op_args)
             fns.insert(1, lambda c=compiled, x=op_args: c(*x))
             labels.insert(1, "torch.compile")
-        eager = timed_together(fns)
-        graph = timed_together(fns, graph=True)
+        eager, graph = timed_both_ways(fns)
         del fns
         for label, e, g in zip(labels, eager, graph):
             rows.append({"workload": name, "strategy": resp["plans"][0]["strategy"], "variant": label,

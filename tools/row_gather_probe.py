@@ -193,7 +193,7 @@ def main(names: list[str]) -> None:
     import torch
 
     from benchmarks.environment import gpu_environment
-    from benchmarks.measure import same_size_copy, timed_together
+    from benchmarks.measure import same_size_copy, timed_both_ways
     from legalsat.testing.torch_reference import compiled_peer, reference, same_bits
     from tools.sweep import checked, planned, workloads
 
@@ -215,8 +215,7 @@ def main(names: list[str]) -> None:
         fns.append(peer)
         labels.append("torch.compile")
         copy_fn = same_size_copy(inp.moved_bytes, dev)
-        eager = timed_together([*fns, copy_fn], repeats=5)
-        graph = timed_together([*fns, copy_fn], repeats=5, graph=True)
+        eager, graph = timed_both_ways([*fns, copy_fn], repeats=5)
         rows = [{"variant": lab, "us": round(g * 1e3, 3), "eager_us": round(e * 1e3, 3)}
                 for lab, g, e in zip(labels, graph, eager)]
         entry = {"workload": name, "moved_bytes": inp.moved_bytes, "tile": base["pieces"][0]["tile"],

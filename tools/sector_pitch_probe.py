@@ -164,7 +164,7 @@ def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
     and a same-size copy_, eagerly and from CUDA graphs (median of 3 interleaved rounds each)."""
     import torch
 
-    from benchmarks.measure import same_size_copy, timed_together
+    from benchmarks.measure import same_size_copy, timed_both_ways
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import compiled_peer, make_inputs, reference, same_bits
     from tools.sweep import exact
@@ -181,7 +181,7 @@ def _benchmark_workload(workload: str, entry: dict) -> list[dict]:
     assert same_bits(peer(), want), f"{workload}: torch.compile differs"
     names += ["torch.compile", "same-size copy_"]
     fns += [peer, same_size_copy(resp["plans"][0]["cost"]["bytes_moved"], "cuda")]
-    eager, graph = timed_together(fns), timed_together(fns, graph=True)
+    eager, graph = timed_both_ways(fns)
     rows = [{"workload": workload, "kernel": n, "us": round(e * 1e3, 2), "copy_ratio": round(eager[-1] / e, 3),
              "graph_us": round(g * 1e3, 2), "graph_copy_ratio": round(graph[-1] / g, 3)}
             for n, e, g in zip(names, eager, graph)]

@@ -141,7 +141,7 @@ def dtypes() -> list[dict]:
     """Each element size's shifted and plain plans, torch.compile and copy_, eager and graphed (GPU)."""
     import torch
 
-    from benchmarks.measure import same_size_copy, timed_together
+    from benchmarks.measure import same_size_copy, timed_both_ways
     from legalsat.clients.triton import build_kernel
     from legalsat.testing.torch_reference import compiled_peer, make_inputs, poison, reference, same_bits
 
@@ -161,8 +161,7 @@ def dtypes() -> list[dict]:
         assert same_bits(peer(), want), (dtype, "torch.compile")
         names += ["torch.compile", "copy_"]
         fns += [peer, same_size_copy(inp.moved_bytes, dev)]
-        eager = timed_together(fns, repeats=5)
-        graph = timed_together(fns, repeats=5, graph=True)
+        eager, graph = timed_both_ways(fns, repeats=5)
         row = {"dtype": dtype, "eager_us": {n: round(t * 1e3, 2) for n, t in zip(names, eager)},
                "graph_us": {n: round(t * 1e3, 2) for n, t in zip(names, graph)}}
         rows.append(row)

@@ -49,25 +49,37 @@ def tile_axes(p: WordPiece, tile: tuple[int, ...]) -> list[int]:
     return axes
 
 
-def walk_order(p: WordPiece, skewed: bool) -> list[int] | None:
+# a skewed tile walks the destination's rows fastest only where its source runs are longer than
+# one 128-byte line; thinner ones walk the source's (see walk_order)
+SKEW_DST_FASTEST_RUN_BYTES = 256
+
+
+def walk_order(p: WordPiece, skewed: bool, tile: tuple[int, ...] = ()) -> list[int] | None:
     """The dims in the order consecutive programs walk a transpose's tiles (the last fastest;
     None: the piece's own order, for a piece that is no transpose): untiled dims outermost,
     then a plain tile's tiles along the source-contiguous dim (a) fastest, so the programs
-    running at once read whole source rows; a skewed tile's along the destination-contiguous
-    dim (b) fastest, so the programs that share a destination row's 128-byte lines (each
-    stores a run of whole sectors, not of lines) run at once. Measured on the H100
-    (`python -m tools.order_probe`, benchmarks/order_probe.json and order_tiles.json): a
-    plain tile walking a fastest was as fast as or faster than walking b fastest on every
-    staged transpose of the benchmark (the 3-D rotation, whose dims' own order walked b
-    fastest: 0.958 of a same-size copy, 0.967-0.974 with a fastest; the uint8 8192²
-    transpose 1.5 % faster); the 50257 x 4096 bf16 skewed tile ran at 0.936 of the copy
-    walking a fastest, 0.948 walking b fastest."""
+    running at once read whole source rows; a skewed tile (`tile`, its extents) whose source
+    runs are at least `SKEW_DST_FASTEST_RUN_BYTES` along the destination-contiguous dim (b)
+    fastest, so the programs that share a destination row's 128-byte lines (each stores a run
+    of whole sectors, not of lines) run at once, and a thinner one along a, as a plain tile.
+    Measured on the H100 (`python -m tools.order_probe`, benchmarks/order_probe.json and
+    order_tiles.json): a plain tile walking a fastest was as fast as or faster than walking b
+    fastest on every staged transpose of the benchmark (the 3-D rotation, whose dims' own
+    order walked b fastest: 0.958 of a same-size copy, 0.967-0.974 with a fastest; the uint8
+    8192² transpose 1.5 % faster); the 50257 x 4096 bf16 skewed tile of 256-byte source runs
+    ran at 0.936 of the copy walking a fastest, 0.948 walking b fastest, and its tiles under
+    smaller shared-memory budgets the other way (`python -m tools.skew_walk_probe`,
+    benchmarks/skew_walk_probe.json: 128-byte runs 296.5 against 301.6 us, 32-byte runs 337.0
+    against 399.2)."""
     tr = transposed_dims(p)
     if tr is None:
         return None
     a, b = tr
+    if skewed and not tile:
+        raise ValueError("a skewed tile's walk depends on its extents: pass `tile`")
     rest = [k for k in range(len(p.dims)) if k not in (a, b)]
-    return rest + ([a, b] if skewed else [b, a])
+    dst_fastest = skewed and tile[a] * p.word >= SKEW_DST_FASTEST_RUN_BYTES
+    return rest + ([a, b] if dst_fastest else [b, a])
 
 
 def staged_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...], vectors: bool = True) -> tuple[str, int]:
@@ -128,7 +140,7 @@ def skewed_copy_kernel(name: str, p: WordPiece, tile: tuple[int, ...]) -> tuple[
     lines = [f"@triton.jit\ndef {name}(src, dst):", program_id(p.index_bits())]
     # walking b fastest, a's tile index is pid's quotient: the per-element `% al` and `// al`
     # below fold only where pid's range is stated (`emit`: source.state_program_ranges)
-    lines += decompose("pid", [counts[k] for k in walk_order(p, skewed=True)])
+    lines += decompose("pid", [counts[k] for k in walk_order(p, skewed=True, tile=tile)])
     rest_s = [f"t{k} * {d.src}" for k, d in enumerate(p.dims) if k not in (a, b) and d.src]
     rest_d = [f"t{k} * {d.dst}" for k, d in enumerate(p.dims) if k not in (a, b) and d.dst]
     amask = f" & (ai < {na})[None, :]" if am else ""

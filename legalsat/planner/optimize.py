@@ -43,7 +43,8 @@ from legalsat.terms.strategy import Strategy
 # skewed where the destination exceeds L2 (`skewed_stores`). /23: direct gathers of contiguous
 # slabs of 16-byte elements over 4 KiB move each slab in parts, a program each (`solve_row_parts`).
 # /24: direct copies of 16-byte words in 8 KiB blocks of 16 warps, one vector a thread.
-PLANNER_VERSION = "legalsat-planner/24"
+# /25: plain 32 KiB staged tiles of 32 warps.
+PLANNER_VERSION = "legalsat-planner/25"
 
 
 class Clock:

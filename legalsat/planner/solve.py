@@ -108,9 +108,15 @@ def warps_for(tile_bytes: int) -> int:
 
 
 def transpose_warps(tile_bytes: int) -> int:
-    """`warps_for`, and 16 for a 64 KiB staged tile (a 256 x 256 uint8 transpose on the H100:
+    """Warps of a plain staged tile: `warps_for`, 32 for a 32 KiB tile (32 bytes a thread: on
+    the H100 the planned 32 KiB tiles of eight plain transposes ran 0.4-1.6 % faster from CUDA
+    graphs with 32 warps than with 8, 0.0-1.3 % eagerly, where the skewed 50257-row tile ran 22 %
+    slower, so skewed tiles keep 4; `python -m tools.peer_tile_probe warps`,
+    benchmarks/peer_tile_warps.json), and 16 for a 64 KiB tile (a 256 x 256 uint8 transpose:
     2647 GB/s with 16 warps, 2620 with 8; tools/staged_sweep.py)."""
-    return 16 if tile_bytes >= 65536 else warps_for(tile_bytes)
+    if tile_bytes >= 65536:
+        return 16
+    return 32 if tile_bytes >= 32768 else warps_for(tile_bytes)
 
 
 @dataclass(frozen=True)

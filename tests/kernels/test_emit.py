@@ -477,23 +477,36 @@ def test_the_edge_sweeps_halo_option_reaches_the_skewed_tile(monkeypatch):
     assert staged.skew_shape(piece, piece.tile)[2] == 8
 
 
+RECORDED_KERNEL_RUNS = ("kernel_results.json", "kernel_results_planner24.json", "kernel_results_planner23.json",
+                        "kernel_results_rerun.json")
+
+
 def test_the_default_variant_of_each_measured_tma_plan_is_within_5_percent_of_the_faster():
-    """Replays the H100 run (benchmarks/kernel_results.json): the transposing TMA plans of the
-    uint8 and fp8 transposes ran tl by default, 1.47x and 1.41x slower than their Gluon
-    kernels. Within 5%: NCHW→NHWC 32×96×112×112 fp16 ran 2.6-4.2% faster in Gluon in each of
-    five runs, with the same 64 x 64 x 4 boxes as three workloads whose tl kernel was 3-36%
-    faster (no rule of the plan tells them apart)."""
+    """Replays the H100 runs (benchmarks/kernel_results*.json, whose TMA plans are the same):
+    the transposing TMA plans of the uint8 and fp8 transposes ran tl by default, 1.47x and 1.41x
+    slower than their Gluon kernels. Within 5% on each variant's median over the runs:
+    NCHW→NHWC 32×96×112×112 fp16 ran 2.6-4.2% faster in Gluon in each of five runs, with the same
+    64 x 64 x 4 boxes as three workloads whose tl kernel was 3-36% faster (no rule of the plan
+    tells them apart); one run measured its tl kernel at 147.3 us, the others 64.4-65.1."""
+    import statistics
+
     from legalsat.kernels import default_variant
 
     root = Path(__file__).resolve().parents[2] / "benchmarks"
     plans = json.loads((root / "kernel_plans.json").read_text())
+    times: dict[str, dict[str, list[float]]] = {}
+    for run in RECORDED_KERNEL_RUNS:
+        for w in json.loads((root / run).read_text())["workloads"]:
+            for c in w["candidates"]:
+                if c["strategy"] == "tma" and c.get("ms"):
+                    times.setdefault(w["name"], {}).setdefault(c["variant"], []).append(c["ms"])
     checked = 0
-    for w in json.loads((root / "kernel_results.json").read_text())["workloads"]:
-        ms = {c["variant"]: c["ms"] for c in w["candidates"] if c["strategy"] == "tma" and c.get("ms")}
-        if len(ms) < 2:
+    for name, by_variant in times.items():
+        if len(by_variant) < 2:
             continue
-        plan = next(c for c in w["candidates"] if c["strategy"] == "tma")["plan"]
-        chosen = default_variant(plans[w["name"]]["response"]["plans"][plan], True)
-        assert ms[chosen] <= 1.05 * min(ms.values()), (w["name"], chosen, ms)
+        plan = next(p for p in plans[name]["response"]["plans"] if p["strategy"] == "tma")
+        ms = {v: statistics.median(t) for v, t in by_variant.items()}
+        chosen = default_variant(plan, True)
+        assert ms[chosen] <= 1.05 * min(ms.values()), (name, chosen, ms)
         checked += 1
     assert checked >= 12

@@ -60,11 +60,12 @@ def test_rows_off_a_sector_are_skewed_where_the_destination_exceeds_l2(pitch, sk
 ])
 def test_rows_off_a_sector_the_skewed_tile_cannot_skew_keep_the_aligned_tile(dtype, shape, src, dst, tile):
     """Such pieces took the skewed tile's shape (16 x 8, 4 warps for the 16-byte elements) and
-    ran it plain: the solver now skews only what the plan and the kernels skew."""
+    ran it plain: the solver now skews only what the plan and the kernels skew, and gives the
+    aligned 32 KiB tile its 32 warps (`transpose_warps`)."""
     piece = _staged(optimize({"op": {"kind": "copy", "src": {"dtype": dtype, "shape": shape, "strides": src},
                                      "dst": {"dtype": dtype, "shape": shape, "strides": dst}},
                               "options": {"max_plans": 8}}))["pieces"][0]
-    assert piece["tile"] == tile and piece["num_warps"] == 8 and "skewed_stores" not in piece
+    assert piece["tile"] == tile and piece["num_warps"] == 32 and "skewed_stores" not in piece
 
 
 def test_rows_off_a_sector_that_fit_l2_are_not_skewed():

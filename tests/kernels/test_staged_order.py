@@ -74,6 +74,19 @@ def test_a_skewed_tile_walks_the_destination_contiguous_dim_fastest():
     assert f"    tl.assume(pid >= 0)\n    tl.assume(pid < {grid})\n" in src
 
 
+@pytest.mark.parametrize("run", [16, 64])
+def test_a_skewed_tile_of_a_line_or_less_of_source_run_walks_the_source_contiguous_dim_fastest(run):
+    """Source runs of 32 and 128 bytes (the 50257-row transpose's tiles under 3072 and 12288
+    bytes of shared memory): walking the destination's rows fastest ran 399.2 and 301.6 us on
+    the H100, the source's 337.0 and 296.5 (benchmarks/skew_walk_probe.json)."""
+    resp = skewed_response(optimize(CASES["transpose 601×96 bf16 (unaligned rows)"].request()))
+    plan = staged_plan(resp)
+    a, b = dims_ab(plan)
+    plan["pieces"][0]["tile"][a] = run
+    src = emit(plan).source
+    assert "tl.gather" in src and faster(src, a, b) == a
+
+
 def test_the_rotation_in_its_new_order_is_bit_exact():
     require_client()
     resp = optimize(ROTATE)
@@ -175,7 +188,7 @@ def test_the_probes_orders_step_along_the_dim_their_label_names(skew):
     assert counts[a] > 1 and counts[b] > 1
     src = emit(plan).source
     for axis, fast in (("b", a), ("a", b)):
-        text = reordered(src, counts, a, b, axis, 1, False, walk_order(wp, skew))
+        text = reordered(src, counts, a, b, axis, 1, False, walk_order(wp, skew, wp.tile))
         t0, t1 = tile_of(text, 0, 2), tile_of(text, 1, 2)
         step = [k for k in range(2) if t0[k] != t1[k]]
         assert step == [fast], (axis, t0, t1)
@@ -194,3 +207,29 @@ def test_the_edge_sweeps_src_fastest_option_swaps_only_the_skewed_tiles_order(mo
     skewed = staged_plan(skewed_response(optimize(CASES["transpose 601×96 bf16 (unaligned rows)"].request())))
     a, b = dims_ab(skewed)
     assert faster(emit(skewed).source, a, b) == a
+
+
+@pytest.mark.parametrize("element_bytes", [1, 2, 4, 8])
+def test_the_tile_sweep_keeps_each_element_sizes_tiles_within_its_bytes(element_bytes):
+    """`tools/order_probe.py tiles` took its tiles' bytes for 2-byte elements whatever the
+    workload's: an fp64 workload's 256 x 256 tile was 512 KiB."""
+    from tools.order_probe import TILE_BYTES, tiles_of
+
+    tiles = tiles_of(element_bytes)
+    assert tiles and all(TILE_BYTES[0] <= ta * tb * element_bytes <= TILE_BYTES[1] for ta, tb, _ in tiles)
+
+
+@pytest.mark.parametrize("run", [16, 128])
+def test_the_skew_walk_probe_emits_both_orders_whatever_the_emitter_picks(run, monkeypatch):
+    """tools/skew_walk_probe.py times each skewed tile walking either dim fastest: its walk
+    overrides the emitter's pick for thin and wide tiles alike."""
+    import legalsat.kernels.staged as staged
+    from tools.skew_walk_probe import skewed_walk
+
+    plan = staged_plan(skewed_response(optimize(CASES["transpose 601×96 bf16 (unaligned rows)"].request())))
+    a, b = dims_ab(plan)
+    plan["pieces"][0]["tile"][a] = run
+    shipped = staged.walk_order
+    for dst_fastest, fast in ((True, b), (False, a)):
+        monkeypatch.setattr(staged, "walk_order", skewed_walk(shipped, dst_fastest))
+        assert faster(emit(plan).source, a, b) == fast
