@@ -41,8 +41,11 @@ from legalsat.planner.solve import (
     SHORT_ROWS_WARPS,
     SLAB_PART_BYTES,
     SLAB_PART_WARPS,
+    linear_warps,
     rows_block_bytes,
     rows_warps,
+    transpose_warps,
+    warps_for,
 )
 from legalsat.terms.integers import cdiv
 from legalsat.terms.movement import Gather, MovementKind, interleave_form
@@ -383,8 +386,13 @@ def _limits(req: PlanRequest, p: Plan) -> list[str]:
             out.append(f"num_warps {p.num_warps}: by the program's {_fmt_bytes(tile_bytes)} (32 bytes a thread, "
                        f"at most {SHORT_ROWS_WARPS} warps)")
         return out
-    by_bytes = 16 if tile_bytes >= 65536 and p.strategy == Strategy.STAGED_SMEM else 4 if tile_bytes <= 8192 else 8
-    if p.num_warps == by_bytes:  # the warps rule of legalsat.planner.solve (TMA plans choose otherwise)
-        out.append(f"num_warps {p.num_warps}: by the tile's {_fmt_bytes(tile_bytes)} (4 warps up to 8 KiB, 8 beyond, "
-                   "16 for a 64 KiB staged tile)")
+    # the warps rules of legalsat.planner.solve (TMA plans and skewed tiles choose otherwise)
+    if p.strategy == Strategy.DIRECT and len(tile) == 1 and p.gather is None:
+        if p.num_warps == linear_warps(tile_bytes, eb):
+            out.append(f"num_warps {p.num_warps}: by the block's {_fmt_bytes(tile_bytes)} (one 16-byte vector a "
+                       "thread, at most 8 warps for elements under 16 bytes, 16 for 16-byte words)")
+    elif p.num_warps == (transpose_warps if p.strategy == Strategy.STAGED_SMEM else warps_for)(tile_bytes):
+        out.append(f"num_warps {p.num_warps}: by the tile's {_fmt_bytes(tile_bytes)} (4 warps up to 8 KiB, 8 beyond"
+                   + (", 32 for a 32 KiB staged tile, 16 for a 64 KiB one)" if p.strategy == Strategy.STAGED_SMEM
+                      else ")"))
     return out

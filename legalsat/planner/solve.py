@@ -166,9 +166,13 @@ def solve_linear(p: Region, max_block_bytes: int = 16384, min_programs: int = 1)
                    f"a block larger than the {p.elems} elements of the piece")
         cap = fp.solve([e])[e].as_long()
     block = 1 << cap  # the largest block both bounds allow
-    per_warp = 32 * VECTOR_BYTES_PER_THREAD
-    warps = max(1, min(8 if narrow else 16, block * p.eb // per_warp))
-    return LinearFields(block, cdiv(p.elems, block), warps, p.eb)
+    return LinearFields(block, cdiv(p.elems, block), linear_warps(block * p.eb, p.eb), p.eb)
+
+
+def linear_warps(block_bytes: int, element_bytes: int) -> int:
+    """A direct copy's warps: one `VECTOR_BYTES_PER_THREAD` vector a thread, at most 8 warps
+    for elements narrower than 16 bytes and 16 for 16-byte words."""
+    return max(1, min(8 if element_bytes < 16 else 16, block_bytes // (32 * VECTOR_BYTES_PER_THREAD)))
 
 
 @dataclass(frozen=True)

@@ -265,3 +265,20 @@ def test_a_skewed_tile_says_why_its_sectors_are_whole(pitch, skewed):
           "dst": {"dtype": "bfloat16", "shape": [50257, 4096], "strides": [1, pitch]}}
     staged = _plan(optimize({"op": op, "options": {"explain": True}}), "staged_smem")
     assert any("a sector of its own" in line for line in staged["explain"]) == skewed
+
+
+def test_the_warps_of_a_direct_block_and_a_staged_tile_are_explained_by_the_solvers_rules():
+    """A direct copy of 16-byte words (8 KiB of 16 warps) and a 32 KiB staged tile (32 warps)
+    went unexplained: explain kept its own copy of the warps rule, which knew neither."""
+    bshd = {"op": {"kind": "copy",
+                   "src": {"dtype": "bfloat16", "shape": [8, 4096, 32, 128], "strides": [16777216, 4096, 128, 1]},
+                   "dst": {"dtype": "bfloat16", "shape": [8, 4096, 32, 128], "strides": [16777216, 128, 524288, 1]}},
+            "options": {"explain": True}}
+    direct = _plan(optimize(bshd), "direct")
+    assert direct["num_warps"] == 16
+    assert any(line.startswith("limit: num_warps 16: by the block's 8.0 KiB (one 16-byte vector a thread")
+               for line in direct["explain"])
+    staged = _plan(optimize({**TRANSPOSE, "options": {"explain": True, "max_plans": 3}}), "staged_smem")
+    assert staged["pieces"][0]["tile"] == [128, 128] and staged["pieces"][0]["element_bytes"] == 2
+    assert staged["num_warps"] == 32
+    assert any(line.startswith("limit: num_warps 32: by the tile's 32.0 KiB") for line in staged["explain"])
