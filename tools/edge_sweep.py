@@ -33,6 +33,8 @@ import os
 import sys
 from pathlib import Path
 
+from legalsat.kernels.words import transposed_dims
+
 WORKLOADS = ("padded pitch 16384", "1023×4097", "517×33 bf16", "64×3×224×224")
 
 
@@ -45,14 +47,22 @@ def set_halo(halo_bytes: int) -> None:
     movement.SKEW_SECTOR_BYTES = staged.SKEW_SECTOR_BYTES = halo_bytes
 
 
-def src_fastest(order):
-    """`order` (`legalsat.kernels.staged.walk_order`) with a skewed tile's transposed pair
-    swapped, so its programs step along the source's rows fastest; plain tiles and untiled
-    dims keep their order."""
+def skewed_walk(order, dst_fastest: bool):
+    """`order` (`legalsat.kernels.staged.walk_order`) with a skewed tile's transposed pair in
+    the given order, whichever `order` picks for its source runs: the destination-contiguous
+    dim fastest, or the source-contiguous one; plain tiles and untiled dims keep their order."""
     def walk(p, skewed: bool, tile: tuple[int, ...] = ()):
         w = order(p, skewed, tile)
-        return [*w[:-2], w[-1], w[-2]] if skewed and w else w
+        if not skewed or not w:
+            return w
+        a, b = transposed_dims(p)
+        return [*w[:-2], *((a, b) if dst_fastest else (b, a))]
     return walk
+
+
+def src_fastest(order):
+    """`order` with every skewed tile's programs stepping along the source's rows fastest."""
+    return skewed_walk(order, dst_fastest=False)
 
 
 def variants(plan: dict) -> list[tuple[list[int], int]]:

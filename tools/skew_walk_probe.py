@@ -3,7 +3,8 @@ bf16 transpose's staged plans under each shared-memory budget of the held-out bu
 (benchmarks/budget_heldout_plans.json), each skewed one emitted with its programs stepping along
 the destination's rows fastest and along the source's (whichever
 `legalsat.kernels.staged.walk_order` picks for its source runs, and the other), timed in
-interleaved rounds next to a same-size `copy_`, eagerly and from CUDA graphs.
+interleaved rounds next to a same-size `copy_`, eagerly and from CUDA graphs
+(`tools.edge_sweep.skewed_walk`).
 
     python -m tools.skew_walk_probe   # GPU: $OUT/skew_walk_probe.json, a table last
 
@@ -20,20 +21,6 @@ PLANS = Path(__file__).resolve().parents[1] / "benchmarks" / "budget_heldout_pla
 WORKLOAD = "transpose 50257×4096 bf16"
 
 
-def skewed_walk(shipped, dst_fastest: bool):
-    """`shipped` (`walk_order`) with a skewed tile's transposed pair in the given order: the
-    destination-contiguous dim fastest or the source-contiguous one; plain tiles as shipped."""
-    def walk(p, skewed: bool, tile: tuple[int, ...] = ()):
-        w = shipped(p, skewed, tile)
-        if not skewed or not w:
-            return w
-        from legalsat.kernels.words import transposed_dims
-
-        a, b = transposed_dims(p)
-        return [*w[:-2], *((a, b) if dst_fastest else (b, a))]
-    return walk
-
-
 def main() -> None:
     import torch
 
@@ -43,6 +30,7 @@ def main() -> None:
     from legalsat.clients.triton import build_kernel
     from legalsat.kernels import piece_forms
     from legalsat.testing.torch_reference import make_inputs, reference
+    from tools.edge_sweep import skewed_walk
     from tools.sweep import checked
 
     dev = torch.device("cuda")

@@ -224,7 +224,7 @@ def test_the_skew_walk_probe_emits_both_orders_whatever_the_emitter_picks(run, m
     """tools/skew_walk_probe.py times each skewed tile walking either dim fastest: its walk
     overrides the emitter's pick for thin and wide tiles alike."""
     import legalsat.kernels.staged as staged
-    from tools.skew_walk_probe import skewed_walk
+    from tools.edge_sweep import skewed_walk
 
     plan = staged_plan(skewed_response(optimize(CASES["transpose 601×96 bf16 (unaligned rows)"].request())))
     a, b = dims_ab(plan)
@@ -233,3 +233,17 @@ def test_the_skew_walk_probe_emits_both_orders_whatever_the_emitter_picks(run, m
     for dst_fastest, fast in ((True, b), (False, a)):
         monkeypatch.setattr(staged, "walk_order", skewed_walk(shipped, dst_fastest))
         assert faster(emit(plan).source, a, b) == fast
+
+
+def test_the_edge_sweeps_src_fastest_option_walks_a_thin_skewed_tile_along_the_source_too(monkeypatch):
+    """A skewed tile of 32-byte source runs, which the emitter already walks along the source's
+    rows: `--src-fastest` swapped whatever the emitter picked, and walked it along the
+    destination's."""
+    import legalsat.kernels.staged as staged
+    from tools.edge_sweep import src_fastest
+
+    monkeypatch.setattr(staged, "walk_order", src_fastest(staged.walk_order))
+    plan = staged_plan(skewed_response(optimize(CASES["transpose 601×96 bf16 (unaligned rows)"].request())))
+    a, b = dims_ab(plan)
+    plan["pieces"][0]["tile"][a] = 16
+    assert faster(emit(plan).source, a, b) == a
