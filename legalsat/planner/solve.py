@@ -549,16 +549,16 @@ SLAB_PART_WARPS = 4
 SLAB_PART_ELEMENT_BYTES = 16
 
 
-def solve_row_parts(slab_bytes: int, element_bytes: int, vector_bytes: int) -> RowFields | None:
+def solve_row_parts(slab_bytes: int, element_bytes: int) -> RowFields | None:
     """A direct row gather's one entry a program, its slab in parts of SLAB_PART_BYTES (as
-    slab elements of `element_bytes`: the RowFields' slab step), SLAB_PART_WARPS warps. None
+    slab elements of `element_bytes`, each one access: the RowFields' slab step), SLAB_PART_WARPS warps. None
     (`solve_rows` decides) where the slab fits one part, where its elements are narrower than
     SLAB_PART_ELEMENT_BYTES (only 16-byte vectors were measured), or where its last part would
     be under half a part (programs moving a few bytes: a 4,112-byte row's second part is 16)."""
     tail = slab_bytes % SLAB_PART_BYTES
     if slab_bytes <= SLAB_PART_BYTES or element_bytes != SLAB_PART_ELEMENT_BYTES or 0 < tail < SLAB_PART_BYTES // 2:
         return None
-    return RowFields(1, SLAB_PART_WARPS, vector_bytes, SLAB_PART_BYTES // element_bytes)
+    return RowFields(1, SLAB_PART_WARPS, element_bytes, SLAB_PART_BYTES // element_bytes)
 
 
 def solve_rows(slab_bytes: int, vector_bytes: int, count: int) -> RowFields:

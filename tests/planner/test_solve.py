@@ -125,12 +125,12 @@ def test_long_gather_rows_are_moved_in_4_KiB_parts_over_4_warps():
     of 4 warps (the embeddings and KV pages ran 0.4-1.8 % faster so on the H100 than in 32 KiB
     programs of 8 warps: benchmarks/row_gather_probe.json); up to 4 KiB, narrower elements, and
     slabs whose last part would be under half a part stay whole (`solve_rows`)."""
-    parts = solve.solve_row_parts(8192, 16, 16)
+    parts = solve.solve_row_parts(8192, 16)
     assert (parts.rows, parts.num_warps, parts.slab_step) == (1, 4, 256)
-    assert solve.solve_row_parts(7168, 16, 16).slab_step == 256  # a last part of 3 KiB
-    assert solve.solve_row_parts(4096, 16, 16) is None and solve.solve_row_parts(128, 16, 16) is None
-    assert solve.solve_row_parts(4112, 16, 16) is None  # its second part would move 16 bytes
-    assert solve.solve_row_parts(8200, 8, 8) is None  # 8-byte elements: not measured
+    assert solve.solve_row_parts(7168, 16).slab_step == 256  # a last part of 3 KiB
+    assert solve.solve_row_parts(4096, 16) is None and solve.solve_row_parts(128, 16) is None
+    assert solve.solve_row_parts(4112, 16) is None  # its second part would move 16 bytes
+    assert solve.solve_row_parts(8200, 8) is None  # 8-byte elements: not measured
 
 
 def test_only_direct_gathers_of_one_long_slab_are_planned_in_parts():

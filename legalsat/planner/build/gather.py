@@ -67,7 +67,7 @@ def build_gather(form: Formulation, m: Gather, smem_budget: int):
     row_like = (len(form.regions) == 1 and not m.index.groups and form.strategy is Strategy.DIRECT
                 and len(slab.dims) == 1 and slab.dims[0][1:] == (1, 1)
                 and slab_bytes <= min(out_index_stride, src_index_stride))
-    parts = solve_row_parts(slab_bytes, slab.eb, slab.eb) if row_like else None
+    parts = solve_row_parts(slab_bytes, slab.eb) if row_like else None
     f = solve_index_major(m.index.count, slab.eb, slab.elems) if index_major else \
         parts or solve_rows(slab_bytes, slab.eb, m.index.count)
     walks = [Walk(r, linear=max(r.elems, 1)) for r in form.regions]
