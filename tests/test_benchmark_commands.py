@@ -106,7 +106,8 @@ def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
     """benchmarks/gpu_plan_check_wide.json (the views past 2^31 words with six of the corpora,
     every plan built through the client's plan checks) and gpu_plan_check_recheck.json (the
     first corpus planned again), both again for planner/22 (`_h200`), and that one's recheck
-    through the later plan checks on the H100 (`_h100`), as RESULTS.md states them."""
+    through the later plan checks on the H100 (`_h100`), and every corpus planned by
+    planner/25 (`_planner25`), as RESULTS.md states them."""
     import json
     from pathlib import Path
 
@@ -125,6 +126,13 @@ def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
         records += [(wide, 167), (recheck, 1176)]
     # planner/22's plans again on the H100, through the client's later plan checks
     records.append((json.loads((root / "gpu_plan_check_recheck_h100.json").read_text()), 1176))
+    # planner/25 (flat copies a vector a thread, 32-warp staged tiles, the skewed tiles' walk):
+    # the first corpus, and every other corpus together
+    recheck = json.loads((root / "gpu_plan_check_recheck_planner25.json").read_text())
+    corpora = json.loads((root / "gpu_plan_check_corpora_planner25.json").read_text())
+    assert recheck["requests"] == corpus(None) and corpora["requests"] == corpus(
+        "small", "onebox", "dtypes", "gathers", "budget", "interleave_short", "wide", "shifted", "interleave")
+    records += [(recheck, 1176), (corpora, 300)]
     for run, runs in records:
         assert not run["faults"] and not run["differing"] and not run["misaligned"]
         assert all(key.endswith(" exact") for key in run["counts"]) and sum(run["counts"].values()) == runs
