@@ -3,7 +3,9 @@ plan's kernel as emitted, and with streaming hints on its global loads (`evict_f
 `.cg`: not kept in L1) and stores (`.cs`: evict first), measured in interleaved rounds next
 to `torch.compile` of the same op and a same-size copy.
 
-    python -m tools.hint_sweep [--graph] [NAME ...]   # on the GPU machine; writes $OUT/hint_sweep.json
+    python -m tools.hint_sweep [--graph] [--loads A,B] [--stores A,B] [NAME ...]
+        # on the GPU machine; writes $OUT/hint_sweep.json (--loads / --stores: only these keys
+        # of LOAD_HINTS / STORE_HINTS, '' for none, e.g. --loads ,evict_last --stores '')
 
 `--graph`: timed from CUDA graphs (the same op replayed back to back, L2 not flushed between
 runs: a workload that fits L2 finds part of its data there; `evict_last`, which Inductor puts on
@@ -21,6 +23,8 @@ import os
 import sys
 from pathlib import Path
 
+from legalsat.kernels.source import DATA_LOAD_CALL, with_call_kwarg, without_data_load_hint
+
 WORKLOADS = ("transpose 50257×4096", "transpose 8192² bf16", "BSHD→BHSD", "AoS→SoA 16M", "column slice",
              "transpose 32768×8192 fp8", "gather 64 B rows", "gather 128 B rows random", "paged KV 16",
              "embedding 8 KiB")
@@ -30,28 +34,20 @@ STORE_HINTS = {"": "", "cs": 'cache_modifier=".cs"'}
 
 
 def hinted(source: str, load: str, store: str) -> str:
-    """`source` with `load` added to every tl.load of the moved data (from `src`) and `store`
-    to every tl.store of it (into `dst` / `out`); index and inspector traffic keeps its own."""
+    """`source` with `load` on every tl.load of the moved data (from `src`) in place of the
+    hint the emitters give them (`DATA_LOAD_HINT`: the emitted kernel without it is the sweep's
+    unhinted one) and `store` on every tl.store of it (into `dst` / `out`); index and inspector
+    traffic keeps its own."""
+    source = without_data_load_hint(source)
     out = []
     for line in source.splitlines():
-        if load and "tl.load(src" in line:
-            line = _with_kwarg(line, "tl.load(", load)
+        if load and DATA_LOAD_CALL in line:
+            line = with_call_kwarg(line, "tl.load(", load)
         for call in ("tl.store(dst", "tl.store(out"):
             if store and call in line:
-                line = _with_kwarg(line, "tl.store(", store)
+                line = with_call_kwarg(line, "tl.store(", store)
         out.append(line)
     return "\n".join(out) + "\n"
-
-
-def _with_kwarg(line: str, call: str, kwarg: str) -> str:
-    """Insert `kwarg` as the last argument of the first `call` on `line` (balanced parens)."""
-    start = line.index(call) + len(call)
-    depth = 1
-    for k in range(start, len(line)):
-        depth += {"(": 1, ")": -1}.get(line[k], 0)
-        if depth == 0:
-            return f"{line[:k]}, {kwarg}{line[k:]}"
-    raise ValueError(f"unbalanced call on {line!r}")
 
 
 def main() -> None:
@@ -65,6 +61,16 @@ def main() -> None:
     out = Path(os.environ.get("OUT", "."))
     args = sys.argv[1:]
     graph = "--graph" in args
+    loads, stores = dict(LOAD_HINTS), dict(STORE_HINTS)
+    for flag, table_of in (("--loads", loads), ("--stores", stores)):
+        if flag in args:
+            i = args.index(flag)
+            keep = args[i + 1].split(",")
+            if set(keep) - set(table_of):
+                sys.exit(f"{flag}: {args[i + 1]!r} names hints outside {sorted(table_of)}")
+            for key in set(table_of) - set(keep):
+                del table_of[key]
+            del args[i:i + 2]
     names = [a for a in args if a != "--graph"] or list(WORKLOADS)
     rows, table = [], []
     for name, resp, inp, want in workloads(lambda r: r, names):
@@ -78,8 +84,8 @@ def main() -> None:
                     plan["cost"]["estimated_us"] > 1.5 * resp["plans"][0]["cost"]["estimated_us"]:
                 continue
             base = build_kernel(resp, variant="tl", plan_index=i)
-            for ln, load in LOAD_HINTS.items():
-                for sn, store in STORE_HINTS.items():
+            for ln, load in loads.items():
+                for sn, store in stores.items():
                     k = Kernel(base.plan, dataclasses.replace(base.emitted, source=hinted(base.source, load, store)),
                                base.request_op)
                     label = f"{plan['strategy']}{'+' + ln if ln else ''}{'+' + sn if sn else ''}"

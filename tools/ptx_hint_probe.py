@@ -1,5 +1,7 @@
 """Load qualifiers Triton has no argument for, on the emitted kernels nearest the copy limit:
-each plan's tl kernel as emitted, and the same kernel with every global load of its PTX given
+each plan's tl kernel as emitted before its data loads took `evict_last` (the recorded run
+predates it: `legalsat.kernels.source.without_data_load_hint`), and the same kernel with every
+global load of its PTX given
 an L2 prefetch size (`.L2::128B`, `.L2::256B`: the L2 fetches that many bytes around a miss),
 the non-coherent path (`.nc`), or no L1 allocation (`.L1::no_allocate`), timed in interleaved
 rounds next to `torch.compile` of the same op and a same-size `copy_`, eagerly and from CUDA
@@ -64,6 +66,15 @@ def renamed(em, tag: str):
     return dataclasses.replace(em, source=source, launches=launches)
 
 
+def unhinted(kernel):
+    """`kernel` (a legalsat Kernel) without its data loads' eviction hint: the probe's base."""
+    from legalsat.clients.triton import Kernel
+    from legalsat.kernels.source import without_data_load_hint
+
+    return Kernel(kernel.plan, dataclasses.replace(kernel.emitted, source=without_data_load_hint(kernel.source)),
+                  kernel.request_op)
+
+
 def tagged(kernel, tag: str):
     """`kernel` (a legalsat Kernel) with its kernels renamed for variant `tag` (`renamed`)."""
     from legalsat.clients.triton import Kernel
@@ -98,7 +109,7 @@ def main() -> None:
 
     rows, table = [], []
     for name, resp, inp, want, peer in cases():
-        base = build_kernel(resp, variant="tl")
+        base = unhinted(build_kernel(resp, variant="tl"))
         tried = [("emitted", base, inp, want)] + [(tag, tagged(base, tag), inp, want) for tag in HINTS]
         fns, labels = checked(name, tried)
         fns, labels = [same_size_copy(inp.moved_bytes)] + fns, ["copy_"] + labels

@@ -40,6 +40,7 @@ from legalsat.kernels.source import (
     HEADER_TL,
     Emitted,
     TileOutput,
+    hint_data_loads,
     state_program_ranges,
 )
 from legalsat.kernels.staged import emit_staged, staged_form
@@ -291,7 +292,7 @@ def emit(plan: PlanOut | dict, variant: str = "tl") -> Emitted:
         em = _emit(plan, variant)
         if plan.kind == MovementKind.LOAD_TILE:  # (tile loads' kernels: not measured so)
             return em
-        return dataclasses.replace(em, source=state_program_ranges(em.source, em.launches))
+        return dataclasses.replace(em, source=hint_data_loads(state_program_ranges(em.source, em.launches)))
     except InputError:
         raise
     except (ArithmeticError, IndexError, KeyError, TypeError, ValueError) as e:

@@ -200,6 +200,47 @@ def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch
     return source
 
 
+# the eviction priority of the moved data's loads in the tl copy and gather kernels: kept last
+# in L2, as Inductor keeps its transposes' and gathers' loads. On the H100: the kernel
+# benchmark's first plans took 0.6-1.9 % less time (median 1.4 %) on all 22 workloads whose
+# same-size copy takes 60 us or more, against the run before without it, the copy within 0.5 %
+# (benchmarks/kernel_results.json against kernel_results_planner25.json); in interleaved rounds
+# (tools/hint_sweep.py --loads ,evict_last; benchmarks/hint_sweep_evict_last.json) AoS->SoA
+# 16M x 8 fp32 1.2-1.3 % faster, 16-token KV pages 0.6-1.1 %, the 7 KiB embedding 0.4-1.3 %; the
+# 1023 x 4097 bf16 transpose, whose 8 MB stay in L2 when replayed, 1.4-1.8 % slower in device
+# time (benchmark: 6.55 -> 6.90 us); `evict_first` had cost up to 10 %
+DATA_LOAD_HINT = 'eviction_policy="evict_last"'
+# the loads that hint goes on: those of the source's data (index, inspector and bookkeeping
+# loads keep their own)
+DATA_LOAD_CALL = "tl.load(src"
+
+
+def with_call_kwarg(line: str, call: str, kwarg: str) -> str:
+    """`line` with `kwarg` as the last argument of its first `call` (balanced parens)."""
+    start = line.index(call) + len(call)
+    depth = 1
+    for k in range(start, len(line)):
+        depth += {"(": 1, ")": -1}.get(line[k], 0)
+        if depth == 0:
+            return f"{line[:k]}, {kwarg}{line[k:]}"
+    raise ValueError(f"unbalanced call on {line!r}")
+
+
+def hint_data_loads(source: str, hint: str = DATA_LOAD_HINT) -> str:
+    """`source` with `hint` on every load of the moved data (`DATA_LOAD_CALL`), once; what is
+    moved and where stays the same (a hint only orders the cache's evictions)."""
+    if not hint:
+        return source
+    return "\n".join(with_call_kwarg(line, "tl.load(", hint) if DATA_LOAD_CALL in line and hint not in line else line
+                     for line in source.split("\n"))
+
+
+def without_data_load_hint(source: str) -> str:
+    """`source` as emitted before its data loads took `DATA_LOAD_HINT` (what the probes that
+    put other hints or qualifiers on those loads start from)."""
+    return source.replace(f", {DATA_LOAD_HINT}", "")
+
+
 def program_id(bits: int, indent: str = "    ", lang: str = "tl", name: str = "pid") -> str:
     """The line binding `name` to the program id, 64-bit where the piece's offsets need it
     (`lang`: tl or gl)."""

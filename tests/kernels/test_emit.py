@@ -390,7 +390,7 @@ def test_gathers_index_in_int32_where_every_offset_fits():
     small = emit(optimize(gather("cols", view("float32", (2048, 4096)), 1, 1000))["plans"][0]).source
     assert "tl.int64" not in small and "ok = (iv >= 0) & (iv < 4096)" in small and "idx = iv.to(tl.int32)" in small
     # loads masked by each entry's check; stores by the tile's bounds only (16-byte vectors)
-    assert "mask=ok[None, :], other=0)" in small and "x, mask=(k < 1000)[None, :])" in small
+    assert "mask=ok[None, :], other=0, " in small and "x, mask=(k < 1000)[None, :])" in small
     huge = emit(optimize(gather("rows", view("bfloat16", (2000000, 8192)), 0, 1000))["plans"][0]).source
     assert "pid = tl.program_id(0).to(tl.int64)" in huge and "idx = iv.to(tl.int64)" in huge
 
@@ -477,17 +477,18 @@ def test_the_edge_sweeps_halo_option_reaches_the_skewed_tile(monkeypatch):
     assert staged.skew_shape(piece, piece.tile)[2] == 8
 
 
-RECORDED_KERNEL_RUNS = ("kernel_results.json", "kernel_results_planner24.json", "kernel_results_planner23.json",
-                        "kernel_results_rerun.json")
+RECORDED_KERNEL_RUNS = ("kernel_results.json", "kernel_results_planner25.json", "kernel_results_planner24.json",
+                        "kernel_results_planner23.json", "kernel_results_rerun.json")
 
 
 def test_the_default_variant_of_each_measured_tma_plan_is_within_5_percent_of_the_faster():
     """Replays the H100 runs (benchmarks/kernel_results*.json, whose TMA plans are the same):
     the transposing TMA plans of the uint8 and fp8 transposes ran tl by default, 1.47x and 1.41x
     slower than their Gluon kernels. Within 5% on each variant's median over the runs:
-    NCHW→NHWC 32×96×112×112 fp16 ran 2.6-4.2% faster in Gluon in each of five runs, with the same
-    64 x 64 x 4 boxes as three workloads whose tl kernel was 3-36% faster (no rule of the plan
-    tells them apart); one run measured its tl kernel at 147.3 us, the others 64.4-65.1."""
+    NCHW→NHWC 32×96×112×112 fp16 ran 2.6-4.2% faster in Gluon in five runs and 0.8% slower in a
+    sixth, with the same 64 x 64 x 4 boxes as three workloads whose tl kernel was 3-36% faster (no
+    rule of the plan tells them apart); one run measured its tl kernel at 147.3 us, the others
+    64.4-65.5."""
     import statistics
 
     from legalsat.kernels import default_variant

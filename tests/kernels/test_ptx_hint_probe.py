@@ -22,12 +22,15 @@ def test_only_global_loads_take_the_qualifiers():
 _COMPILE = """
 import json, re, sys
 from legalsat.clients.resources import compile_kernel
+import dataclasses
 from legalsat.kernels import emit
+from legalsat.kernels.source import without_data_load_hint
 from tools.ptx_hint_probe import HINTS, install_hook, renamed
 from tools.sweep import planned
 
 install_hook()
 em = emit(planned()[sys.argv[1]]["response"]["plans"][0])
+em = dataclasses.replace(em, source=without_data_load_hint(em.source))  # the probe's base (main: unhinted)
 out = {}
 for tag in ["", *HINTS]:
     v = renamed(em, tag) if tag else em

@@ -67,5 +67,5 @@ def execute_rows_0(src, index, out):
     ss = e
     sd = e
     mask = ok[:, None]
-    x = tl.load(src + idx[:, None] * 64 + ss[None, :], mask=mask)
+    x = tl.load(src + idx[:, None] * 64 + ss[None, :], mask=mask, eviction_policy="evict_last")
     tl.store(out + j[:, None] * 64 + sd[None, :], x, mask=mask)

@@ -16,7 +16,7 @@ def shuffle_copy_0(src, dst):
     ia = t1 * 32 + e % 32
     ib = t2 * 32 + r * 8 + e // 32
     so = 0 + t0 * 1512 + ia + ib * 63
-    x = tl.load(src + so, mask=(ia < 63) & (ib < 24))
+    x = tl.load(src + so, mask=(ia < 63) & (ib < 24), eviction_policy="evict_last")
     g = tl.broadcast_to((e % 8) * 32 + e // 8, (4, 256))
     y = tl.gather(x, g, axis=1)
     oa = t1 * 32 + e // 8

@@ -12,11 +12,11 @@ def direct_copy_0(src, dst):
     so = i
     do = i
     if pid < 400:
-        x = tl.load(src + so)
+        x = tl.load(src + so, eviction_policy="evict_last")
         tl.store(dst + do, x)
     else:
         mask = i < 51212
-        x = tl.load(src + so, mask=mask)
+        x = tl.load(src + so, mask=mask, eviction_policy="evict_last")
         tl.store(dst + do, x, mask=mask)
 
 
@@ -28,5 +28,5 @@ def direct_copy_1(src, dst):
     i = pid * 1 + tl.arange(0, 1)
     so = 102424 + i
     do = 102424 + i
-    x = tl.load(src + so)
+    x = tl.load(src + so, eviction_policy="evict_last")
     tl.store(dst + do, x)

@@ -16,5 +16,5 @@ def gather_rows_0(src, index, out):
     ss = e
     sd = e
     mask = ok[:, None] & (e < 37)[None, :]
-    x = tl.load(src + idx[:, None] * 37 + ss[None, :], mask=mask)
+    x = tl.load(src + idx[:, None] * 37 + ss[None, :], mask=mask, eviction_policy="evict_last")
     tl.store(out + j[:, None] * 37 + sd[None, :], x, mask=mask)

@@ -21,8 +21,8 @@ def gather_window_0(src, index, out):
         e = tl.arange(0, 32)
         ss = e
         sd = e
-        win = tl.load(src + wr[:, None] * 20 + ss[None, :], mask=(wr < 700)[:, None] & (e < 20)[None, :])
+        win = tl.load(src + wr[:, None] * 20 + ss[None, :], mask=(wr < 700)[:, None] & (e < 20)[None, :], eviction_policy="evict_last")
         x = tl.gather(win, tl.broadcast_to(g1[:, None], win.shape), axis=0)
-        far = tl.load(src + idx[:, None] * 20 + ss[None, :], mask=(ok & ~inside)[:, None] & (e < 20)[None, :])
+        far = tl.load(src + idx[:, None] * 20 + ss[None, :], mask=(ok & ~inside)[:, None] & (e < 20)[None, :], eviction_policy="evict_last")
         x = tl.where(inside[:, None], x, far)
         tl.store(out + k[:, None] * 20 + sd[None, :], x, mask=ok[:, None] & (e < 20)[None, :])

@@ -47,5 +47,5 @@ def execute_rows_0(src, index, sorted_pos, out):
     ss = e
     sd = e
     mask = ok[:, None]
-    x = tl.load(src + idx[:, None] * 4096 + ss[None, :], mask=mask)
+    x = tl.load(src + idx[:, None] * 4096 + ss[None, :], mask=mask, eviction_policy="evict_last")
     tl.store(out + j[:, None] * 4096 + sd[None, :], x, mask=mask)

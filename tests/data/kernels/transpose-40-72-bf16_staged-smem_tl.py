@@ -14,5 +14,5 @@ def staged_copy_0(src, dst):
     so = a0[:, None] * 72 + a1[None, :]
     do = a0[:, None] + a1[None, :] * 40
     mask = (a0[:, None] < 40) & (a1[None, :] < 72)
-    x = tl.load(src + so, mask=mask)
+    x = tl.load(src + so, mask=mask, eviction_policy="evict_last")
     tl.store(dst + do, x, mask=mask)

@@ -16,8 +16,8 @@ def staged_copy_0(src, dst):
     do = a0[:, None] + a1[None, :] * 601
     mask = (a0[:, None] < 601)
     if (t0 < 9):
-        x = tl.load(src + so)
+        x = tl.load(src + so, eviction_policy="evict_last")
         tl.store(dst + do, x)
     else:
-        x = tl.load(src + so, mask=mask)
+        x = tl.load(src + so, mask=mask, eviction_policy="evict_last")
         tl.store(dst + do, x, mask=mask)

@@ -20,11 +20,11 @@ def staged_copy_0(src, dst):
     idx = tl.minimum(j[:, None] + 16 - skew[None, :], 63)
     do = (row // 16 * 16)[None, :] + b0 + j[:, None]
     if (t0 >= 1) & (t0 <= 11):
-        x = tl.load(src + so, mask=(ai < 96)[None, :])
+        x = tl.load(src + so, mask=(ai < 96)[None, :], eviction_policy="evict_last")
         y = tl.gather(x, idx, axis=0)
         tl.store(dst + do, y, mask=(j < 48)[:, None] & (ai < 96)[None, :])
     else:
-        x = tl.load(src + so, mask=((bj >= 0) & (bj < 601))[:, None] & (ai < 96)[None, :])
+        x = tl.load(src + so, mask=((bj >= 0) & (bj < 601))[:, None] & (ai < 96)[None, :], eviction_policy="evict_last")
         y = tl.gather(x, idx, axis=0)
         bs = b0 - skew[None, :] + j[:, None]
         tl.store(dst + do, y, mask=(j < 48)[:, None] & (bs >= 0) & (bs < 601) & (ai < 96)[None, :])
