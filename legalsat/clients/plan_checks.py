@@ -22,11 +22,13 @@ def view_bytes(view: dict) -> int:
     return ELEMENT_TYPES[view["dtype"]].storage_bits // 8
 
 
-def check_request(plan: PlanOut, request_op: dict) -> None:
-    """The response's term as a request (`check_term`) and, for a gather, the plan's gather
-    fields against it (`check_gather_request`): what every other check of a whole response
-    reads, so run first (`check_plan` takes a request that passed it)."""
-    check_term(request_op)
+def check_request(plan: PlanOut, request_op: dict, term_checked: bool = False) -> None:
+    """The response's term as a request (`check_term`, unless `term_checked`: the caller ran it
+    on this very op) and, for a gather, the plan's gather fields against it
+    (`check_gather_request`): what every other check of a whole response reads, so run first
+    (`check_plan` takes a request that passed it)."""
+    if not term_checked:
+        check_term(request_op)
     if MovementKind(plan.kind) is MovementKind.GATHER:
         if plan.gather is None:
             raise plan_error("gather", "the gather plan has no gather fields", "plan the request again")

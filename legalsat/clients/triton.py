@@ -232,7 +232,10 @@ class Kernel:
     Invariants: `source` is exactly what runs; every launch covers the plan's pieces once;
     outputs are written only where the plan's element map says."""
 
-    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None, target: str | None = None):
+    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None, target: str | None = None,
+                 term_checked: bool = False):
+        """`term_checked`: `request_op` already passed `check_term` (build_kernel's relayouts
+        check each view they make)."""
         self.plan = plan
         self.emitted = emitted
         self.kind = MovementKind(plan.kind)
@@ -240,7 +243,7 @@ class Kernel:
         self.variant = emitted.variant
         self.request_op = request_op
         if request_op is not None:  # the term and a gather's fields first: every check below reads them
-            check_request(plan, request_op)
+            check_request(plan, request_op, term_checked)
         # key -> (base pointer, descriptor, the tensor weakly): see _cached_desc
         self._descs: dict[object, tuple[int, object, weakref.ref]] = {}
         # (argument, word) -> (the tensor, weakly; its data pointer and storage bytes; its word
@@ -532,8 +535,9 @@ class TileKernel(Kernel):
 
     Invariants: every tile position is written once; `source` is exactly what runs."""
 
-    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None, target: str | None = None):
-        super().__init__(plan, emitted, request_op, target)
+    def __init__(self, plan: PlanOut, emitted: Emitted, request_op: dict | None = None, target: str | None = None,
+                 term_checked: bool = False):
+        super().__init__(plan, emitted, request_op, target, term_checked)
         self.out_shape = emitted.tile.shape
         self.word = emitted.launches[0].word
 
@@ -672,7 +676,9 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
             raise _arg_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",
                              'use variant="tl" (or "auto"), or run on an H100/H200')
         emitted = emit(p, variant)
-        return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op, response_target(plan))
+        # a relaid-out op was checked as each relayout made it (`_relaid_out`)
+        return (TileKernel if p.kind == MovementKind.LOAD_TILE else Kernel)(p, emitted, op, response_target(plan),
+                                                                           term_checked=bool(op and p.relayout))
 
 
 __all__ = ["Kernel", "TileKernel", "build_kernel", "load_module", "matmul", "words"]

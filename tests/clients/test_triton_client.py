@@ -493,3 +493,33 @@ def test_an_extent_1_dims_stride_is_not_compared(client, monkeypatch):
             src, dst = torch.randn(1, 64).to(torch.bfloat16), torch.zeros(1, 64, dtype=torch.bfloat16)
             build_kernel(resp, plan_index=i, variant="tl")(src, dst)
             assert torch.equal(src, dst), (unit, resp["plans"][i]["strategy"])
+
+
+def test_building_a_relaid_out_plan_checks_each_form_of_its_term_once(client, monkeypatch):
+    """The term as sent and as each relayout leaves it are checked once each: the kernel took
+    the relaid-out term through `check_term` a second time (3 checks for one relayout)."""
+    from legalsat.api import optimize
+    from legalsat.clients import plan_checks
+    from legalsat.clients import triton as client_triton
+    from legalsat.clients.triton import build_kernel
+
+    checked: list[dict] = []
+    real = plan_checks.check_term
+
+    def counted(op: dict) -> None:
+        checked.append(op)
+        real(op)
+
+    monkeypatch.setattr(plan_checks, "check_term", counted)
+    monkeypatch.setattr(client_triton, "check_term", counted)
+    src_v = {"dtype": "bfloat16", "shape": [1, 48, 23, 2, 1], "strides": [2256, 47, 2, 1, 1000], "base_align": 16}
+    dst_v = {"dtype": "bfloat16", "shape": [1, 48, 23, 2, 1], "strides": [0, 46, 2, 1, 1], "base_align": 16}
+    resp = optimize({"op": {"kind": "copy", "src": src_v, "dst": dst_v},
+                     "options": {"max_plans": 3, "allow_padding": True}})
+    i = next(i for i, p in enumerate(resp["plans"]) if p.get("relayout"))
+    build_kernel(resp, plan_index=i, variant="tl")
+    assert len(checked) == 1 + len(resp["plans"][i]["relayout"])
+    assert checked[0]["src"]["strides"] == src_v["strides"]  # the term as sent first
+    checked.clear()
+    build_kernel(resp, plan_index=next(j for j, p in enumerate(resp["plans"]) if not p.get("relayout")), variant="tl")
+    assert len(checked) == 1  # without a relayout, the kernel checks the term itself
