@@ -34,8 +34,7 @@ def kernels(src, dst) -> dict:
     import triton.language as tl
 
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import make_inputs
-    from tools.sweep import planned
+    from tools.sweep import contiguous_copy
 
     @triton.jit
     def flat(src, dst, BLOCK: tl.constexpr):
@@ -50,8 +49,7 @@ def kernels(src, dst) -> dict:
 
     sms = torch.cuda.get_device_properties(src.device).multi_processor_count
     out = {"copy_": lambda: dst.copy_(src)}
-    cc = planned()["BSHD→BHSD 8×32×4096×128 bf16"]["contiguous_copy"]
-    inp = make_inputs(cc, {"torch_op": "copy"}, src.device, torch.Generator(device=src.device).manual_seed(1))
+    cc, inp = contiguous_copy("BSHD→BHSD 8×32×4096×128 bf16", src.device, seed=1)
     emitted = build_kernel(cc)
     # the emitted kernel on this probe's buffers, viewed as the benchmark's tensors of the same bytes
     dtype, shape = inp.src.dtype, tuple(inp.src.shape)

@@ -100,12 +100,11 @@ def variants(plan: dict) -> list[tuple[list[int], int]]:
 
 
 def main() -> None:
-    import torch
-    from torch._inductor.utils import run_and_get_code
 
     from benchmarks.measure import same_size_copy, timed, timed_together
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import poison, same_bits, torch_op
+    from legalsat.testing.torch_reference import compiled_peer, poison, same_bits
+    from tools.inductor_code import inductor_source
     from tools.sweep import workloads
 
     out = Path(os.environ.get("OUT", "."))
@@ -142,11 +141,8 @@ def main() -> None:
     names = [a for a in argv if not a.startswith("--")] or list(WORKLOADS)
     rows, summary = [], []
     for name, resp, inp, want in workloads(lambda r: r, names):
-        fn, op_args, _ = torch_op(inp)
-        compiled = torch.compile(fn, dynamic=False)
-        _, code = run_and_get_code(compiled, *op_args)
-        (out / f"inductor{tag}_{len(summary)}.py").write_text(f"# {name}\n" + "\n".join(code))
-        tc_fn = lambda c=compiled, a=op_args: c(*a)  # noqa: E731
+        tc_fn = compiled_peer(inp)
+        (out / f"inductor{tag}_{len(summary)}.py").write_text(f"# {name}\n" + inductor_source(tc_fn))
         cp_fn = same_size_copy(inp.moved_bytes)
         if not rounds:
             tc, cp = timed(tc_fn), timed(cp_fn)

@@ -51,11 +51,10 @@ def hinted(source: str, load: str, store: str) -> str:
 
 
 def main() -> None:
-    import torch
 
     from benchmarks.measure import same_size_copy, timed_together
     from legalsat.clients.triton import Kernel, build_kernel
-    from legalsat.testing.torch_reference import poison, same_bits, torch_op
+    from legalsat.testing.torch_reference import compiled_peer, poison, same_bits
     from tools.sweep import workloads
 
     out = Path(os.environ.get("OUT", "."))
@@ -74,10 +73,9 @@ def main() -> None:
     names = [a for a in args if a != "--graph"] or list(WORKLOADS)
     rows, table = [], []
     for name, resp, inp, want in workloads(lambda r: r, names):
-        fn, op_args, _ = torch_op(inp)
-        compiled = torch.compile(fn, dynamic=False)
-        compiled(*op_args)
-        labels, fns = ["copy_", "torch.compile"], [same_size_copy(inp.moved_bytes), lambda c=compiled, x=op_args: c(*x)]
+        peer = compiled_peer(inp)
+        peer()  # compiled before it is timed
+        labels, fns = ["copy_", "torch.compile"], [same_size_copy(inp.moved_bytes), peer]
         for i, plan in enumerate(resp["plans"]):
             # the plans that could be a workload's best (a direct transpose is 5x off)
             if plan["strategy"] not in ("direct", "staged_smem", "shuffle") or \

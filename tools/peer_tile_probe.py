@@ -23,7 +23,6 @@ import copy
 import json
 import math
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -83,14 +82,6 @@ def byte_tiles(piece: dict, a: int, b: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def inductor_source(fn) -> str:
-    """Inductor's generated code for `fn` (a torch.compile'd function of no arguments)."""
-    from torch._inductor.utils import run_and_get_code
-
-    _, sources = run_and_get_code(fn)
-    return "\n\n# ----\n\n".join(sources)
-
-
 def tried_tiles(mode: str, piece: dict, a: int, b: int, planned: tuple[int, int, int]) -> list[tuple[int, int, int]]:
     """(extent along a, extent along b, warps) of each variant `mode` times, the planned first
     where the mode times it."""
@@ -111,6 +102,7 @@ def main(names: list[str], mode: str = "sweep") -> None:
     from legalsat.clients.triton import build_kernel
     from legalsat.kernels.words import piece_transposed_dims
     from legalsat.testing.torch_reference import compiled_peer, same_bits
+    from tools.inductor_code import file_stem, inductor_source
     from tools.sweep import checked, workloads
 
     out = Path(os.environ.get("OUT", "."))
@@ -139,8 +131,7 @@ def main(names: list[str], mode: str = "sweep") -> None:
         peer = compiled_peer(inp)
         exact = same_bits(peer(), want)
         if not shapes:
-            slug = re.sub(r"[^A-Za-z0-9]+", "_", name).strip("_")
-            (out / f"inductor_{slug}.py").write_text(inductor_source(peer))
+            (out / f"inductor_{file_stem(name)}.py").write_text(inductor_source(peer))
         copy_fn = same_size_copy(inp.moved_bytes, dev)
         ms = timed_together([*fns, peer, copy_fn], graph=True)
         rows = [{**lab, "us": round(t * 1e3, 3)} for lab, t in zip(labels, ms)]

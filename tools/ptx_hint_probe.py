@@ -88,8 +88,8 @@ def main() -> None:
     from benchmarks.environment import gpu_environment
     from benchmarks.measure import same_size_copy, timed_both_ways
     from legalsat.clients.triton import build_kernel
-    from legalsat.testing.torch_reference import make_inputs, reference, torch_op
-    from tools.sweep import checked, planned, workloads
+    from legalsat.testing.torch_reference import compiled_peer, reference
+    from tools.sweep import checked, contiguous_copy, workloads
 
     install_hook()
     out = Path(os.environ.get("OUT", "."))
@@ -98,9 +98,7 @@ def main() -> None:
 
     def cases():
         if any("contiguous copy" in n for n in names):
-            entry = planned()["BSHD→BHSD 8×32×4096×128 bf16"]
-            cc = entry["contiguous_copy"]
-            inp = make_inputs(cc, {"torch_op": "copy"}, dev, torch.Generator(device=dev).manual_seed(1234))
+            cc, inp = contiguous_copy("BSHD→BHSD 8×32×4096×128 bf16", dev)
             yield "contiguous copy (BSHD→BHSD's bytes)", cc, inp, reference(inp), False
         rest = [n for n in names if "contiguous copy" not in n]
         if rest:
@@ -114,10 +112,9 @@ def main() -> None:
         fns, labels = checked(name, tried)
         fns, labels = [same_size_copy(inp.moved_bytes)] + fns, ["copy_"] + labels
         if peer:
-            fn, op_args, _ = torch_op(inp)
-            compiled = torch.compile(fn, dynamic=False)
-            compiled(*op_args)
-            fns.insert(1, lambda c=compiled, x=op_args: c(*x))
+            peer = compiled_peer(inp)
+            peer()  # compiled before it is timed
+            fns.insert(1, peer)
             labels.insert(1, "torch.compile")
         eager, graph = timed_both_ways(fns)
         del fns

@@ -62,6 +62,17 @@ def checked(name: str, tried) -> tuple[list[Callable[[], object]], list[str]]:
     return fns, labels
 
 
+def contiguous_copy(of: str, device, seed: int = 1234) -> tuple[dict, object]:
+    """(response, inputs) of the benchmark's contiguous copy of as many bytes as workload `of`
+    moves (its same-size copy as legalsat plans it), inputs drawn with `seed`."""
+    import torch
+
+    from legalsat.testing.torch_reference import make_inputs
+
+    cc = planned()[of]["contiguous_copy"]
+    return cc, make_inputs(cc, {"torch_op": "copy"}, device, torch.Generator(device=device).manual_seed(seed))
+
+
 def exact(what: str, kernel, inp, want) -> Callable[[], object]:
     """`kernel` run on `inp` over a poisoned output and asserted bit-exact with `want` (`what`
     names it); the call to time."""

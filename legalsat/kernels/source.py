@@ -201,7 +201,7 @@ def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch
 
 
 # the eviction priority of the moved data's loads in the tl copy and gather kernels: kept last
-# in L2, as Inductor keeps its transposes' and gathers' loads. On the H100: the kernel
+# in L2, as Inductor keeps its transposes' loads (and its gathers' index loads). On the H100: the kernel
 # benchmark's first plans took 0.6-1.9 % less time (median 1.4 %) on all 22 workloads whose
 # same-size copy takes 60 us or more, against the run before without it, the copy within 0.5 %
 # (benchmarks/kernel_results.json against kernel_results_planner25.json); in interleaved rounds
@@ -211,7 +211,8 @@ def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch
 # time (benchmark: 6.55 -> 6.90 us); `evict_first` had cost up to 10 %
 DATA_LOAD_HINT = 'eviction_policy="evict_last"'
 # the loads that hint goes on: those of the source's data (index, inspector and bookkeeping
-# loads keep their own)
+# loads keep their own, and so do the shifted loads, which read through a row pointer of their
+# own: `shifted_copy_kernel`, not measured with the hint)
 DATA_LOAD_CALL = "tl.load(src"
 
 

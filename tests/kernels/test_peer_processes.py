@@ -73,3 +73,23 @@ def test_inductor_code_names_each_workload_in_a_file_name_of_its_own():
     stems = [file_stem(n) for n in names]
     assert len(set(stems)) == len(stems)
     assert file_stem("transpose 517×33 bf16") == "transpose_517_33_bf16"
+
+
+def test_the_inductor_record_holds_what_results_says_of_it():
+    """benchmarks/inductor_code.json (`python -m tools.inductor_code` on the H100): Inductor's
+    transposes are 32 x 32 tiles of 4 warps loading with evict_last, AoS->SoA 512 x 8 of 8 warps,
+    its row gathers flat 1,024-element blocks of 4 warps whose embedding and KV-cache rows are
+    loaded without the hint (their index loads with it)."""
+    record = json.loads((ROOT / "benchmarks" / "inductor_code.json").read_text())["workloads"]
+    assert set(record) == {next(n for n in json.loads((ROOT / "benchmarks" / "kernel_plans.json").read_text())
+                                if pick in n) for pick in CLOSE}
+    for name, w in record.items():
+        (config,) = w["kept_configs"]
+        loads = [ln for ln in w["inductor"].splitlines() if "tl.load(" in ln and "def " not in ln]
+        if "transpose" in name or "NCHW" in name or "NHWC" in name:
+            assert "XBLOCK: 32, YBLOCK: 32, num_warps: 4" in config and all("evict_last" in ln for ln in loads)
+        elif "AoS" in name:
+            assert "XBLOCK: 8, YBLOCK: 512, num_warps: 8" in config and all("evict_last" in ln for ln in loads)
+        else:
+            assert "XBLOCK: 1024, num_warps: 4" in config and "evict_last" in loads[0]  # the index
+            assert ("evict_last" in loads[1]) == ("axis 1" in name)
