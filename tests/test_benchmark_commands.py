@@ -107,7 +107,8 @@ def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
     every plan built through the client's plan checks) and gpu_plan_check_recheck.json (the
     first corpus planned again), both again for planner/22 (`_h200`), and that one's recheck
     through the later plan checks on the H100 (`_h100`), and every corpus planned by
-    planner/25 (`_planner25`), as RESULTS.md states them."""
+    planner/25 (`_planner25`), those again through the kernels whose data loads take evict_last
+    (`_hinted`), as RESULTS.md states them."""
     import json
     from pathlib import Path
 
@@ -133,6 +134,11 @@ def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
     assert recheck["requests"] == corpus(None) and corpora["requests"] == corpus(
         "small", "onebox", "dtypes", "gathers", "budget", "interleave_short", "wide", "shifted", "interleave")
     records += [(recheck, 1176), (corpora, 300)]
+    # the same planner/25 responses through the kernels whose data loads take evict_last
+    for name, runs in (("recheck", 1176), ("corpora", 300)):
+        run = json.loads((root / f"gpu_plan_check_{name}_hinted.json").read_text())
+        assert run["requests"] == (recheck if name == "recheck" else corpora)["requests"]
+        records.append((run, runs))
     for run, runs in records:
         assert not run["faults"] and not run["differing"] and not run["misaligned"]
         assert all(key.endswith(" exact") for key in run["counts"]) and sum(run["counts"].values()) == runs

@@ -2,7 +2,9 @@
 transpose: a destination pitch of 50257 elements starts each row at its own 2-byte offset),
 measured against the planned skewed tile (`legalsat.kernels.staged`) and a same-size copy_.
 
-    python -m tools.misaligned_transpose_probe   # on the GPU machine; writes $OUT/misaligned_transpose_probe.json
+    python -m tools.misaligned_transpose_probe         # GPU: class and shear tiles, $OUT/misaligned_transpose_probe.json
+    python -m tools.misaligned_transpose_probe carry   # GPU: carry tiles, $OUT/misaligned_transpose_carry.json and
+                                                       # Nsight Compute's reading, $OUT/misaligned_transpose_carry_ncu.csv
 
 `class tile`: the destination rows fall into classes of equal misalignment (row a's start is
 a * pitch elements; rows a = e mod G, G = 16 bytes over gcd(16, pitch bytes), share it). Each
@@ -19,6 +21,11 @@ element (`shfl.sync.idx`; a column whose shift crosses the lanes takes the next 
 shuffled values), then stores whole 16-byte vectors from whole sectors. Its step (the rows it
 stores a program, 32 per segment) sets the extra rows it loads: one half segment per step
 (the skewed tile: 16 per 48).
+
+`carry tile` (`carry_kernel`): the skewed tile's sector-aligned stores without its extra loads.
+A program walks several runs of its destination rows; the up to a sector of source rows a run
+needs from before its own come from the previous step (kept in registers, or loaded again from
+L1), so each source row is loaded once and every stored row is a whole run.
 
 Two other forms are not expressible, so not measured: a TMA store per class (a descriptor over
 each class's rows is legal to encode, but a box must start on 16 bytes along the innermost dim:
@@ -42,6 +49,11 @@ SHAPES = ((128, 64, 4), (64, 128, 4), (128, 128, 8), (256, 64, 8), (64, 64, 4), 
 # (TA, segments, warps, align): sector-aligned runs (16 elements), then line-aligned ones (64)
 SHEAR_SHAPES = ((64, 2, 4, 16), (128, 2, 4, 16), (128, 2, 8, 16), (128, 4, 4, 16), (128, 4, 8, 16),
                 (128, 2, 8, 64), (128, 4, 8, 64), (64, 4, 4, 64), (128, 8, 8, 64))
+# (TA, TB, steps, halo, warps)
+CARRY_SHAPES = ((128, 64, 16, "carry", 4), (128, 64, 16, "carry", 8), (64, 64, 16, "carry", 4),
+                (128, 64, 4, "carry", 4), (128, 64, 64, "carry", 4), (64, 128, 8, "carry", 4),
+                (128, 128, 8, "carry", 8), (128, 64, 16, "reload", 4), (128, 64, 16, "reload", 8),
+                (64, 64, 16, "reload", 4), (128, 32, 32, "reload", 4), (64, 32, 32, "carry", 4))
 SECTOR = 16  # bf16 elements of a 32-byte sector: the shear's unit of alignment
 
 
@@ -137,6 +149,59 @@ def shear_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, segments: int, 
     return "\n".join(shfl) + "\n\n\n" + "\n".join(lines) + "\n", nat * nbt
 
 
+def carry_kernel(na: int, nb: int, sb: int, pitch: int, ta: int, tb: int, steps: int,
+                 halo: str = "carry") -> tuple[str, int]:
+    """Source and program count of the carry tile (bf16): dst[a, b] (row pitch `pitch`, `na`
+    rows of `nb`) = src[b, a] (row pitch `sb`). A program takes `ta` destination rows and walks
+    `steps` runs of `tb` of their elements, every run starting on its row's sector (the skewed
+    tile's stores, whole sectors), so a run takes up to a sector of source rows from before
+    its own `tb`. Those come from the previous step: with `halo="carry"` its whole tile, kept in
+    registers (each source row loaded once, a sector's rows more for the program's first run),
+    with `halo="reload"` its last sector of rows loaded again (from L1 or L2). The skewed tile
+    loads the sector again for every run instead, and stores 48 of every 64 rows it loads."""
+    if ta & (ta - 1) or tb & (tb - 1) or tb < SECTOR or ta < 16 or steps < 1 or halo not in ("carry", "reload"):
+        raise ValueError(f"a carry tile of {ta} x {tb}, {steps} steps, halo {halo!r}: ta and tb powers of two, "
+                         f"tb at least a sector ({SECTOR}), at least one step, halo 'carry' or 'reload'")
+    nk = cdiv(nb + SECTOR - 1, tb)  # runs a row takes: its last starts up to a sector early
+    nc, nat = cdiv(nk, steps), cdiv(na, ta)
+    hrows, hsub = (tb, tb) if halo == "carry" else (SECTOR, SECTOR)
+    am = f" & (a < {na})[None, :]" if na % ta else ""
+    lines = ["@triton.jit\ndef carry_tile(src, dst):", "    pid = tl.program_id(0)",
+             "    tl.assume(pid >= 0)", f"    tl.assume(pid < {nc * nat})",
+             f"    c = pid % {nc}", f"    at = pid // {nc}",
+             f"    a = at * {ta} + tl.arange(0, {ta})", f"    j = tl.arange(0, {tb})", f"    h = tl.arange(0, {hrows})",
+             f"    row = a * {pitch}", f"    skew = row % {SECTOR}", f"    start = row // {SECTOR} * {SECTOR}",
+             "    idx = j[:, None] - skew[None, :]", "    cur = tl.maximum(idx, 0)",
+             f"    prev = tl.minimum(idx + {hsub}, {hsub - 1})",
+             f"    k0 = c * {steps}",
+             f"    interior = (c >= 1) & ((c + 1) * {steps * tb} <= {nb}){' & (at < ' + str(na // ta) + ')' if na % ta else ''}",
+             f"    hb = k0 * {tb} - {hrows} + h",
+             f"    xp = tl.load(src + hb[:, None] * {sb} + a[None, :], mask=(hb >= 0)[:, None]{am}, "
+             "eviction_policy=\"evict_last\")"]
+
+    def step(masked: bool) -> list[str]:
+        ld = f", mask=(bk < {nb})[:, None]{am}" if masked else ""
+        st = f", mask=(bs >= 0) & (bs < {nb}){am}" if masked else ""
+        body = [f"        bk = k * {tb} + j",
+                f"        x = tl.load(src + bk[:, None] * {sb} + a[None, :]{ld}, eviction_policy=\"evict_last\")",
+                "        y = tl.where(idx >= 0, tl.gather(x, cur, axis=0), tl.gather(xp, prev, axis=0))",
+                f"        bs = k * {tb} + idx",
+                f"        tl.store(dst + start[None, :] + k * {tb} + j[:, None], y{st})"]
+        if halo == "carry":
+            body.append("        xp = x")
+        else:
+            hm = f", mask=(hn < {nb})[:, None]{am}" if masked else ""
+            body += [f"        hn = k * {tb} + {tb - SECTOR} + h",
+                     f"        xp = tl.load(src + hn[:, None] * {sb} + a[None, :]{hm}, eviction_policy=\"evict_last\")"]
+        return body
+
+    lines += ["    if interior:", f"        for k in range(k0, k0 + {steps}):"]
+    lines += ["    " + x for x in step(False)]
+    lines += ["    else:", f"        for k in range(k0, k0 + {steps}):"]
+    lines += ["    " + x for x in step(True)]
+    return "\n".join(lines) + "\n", nc * nat
+
+
 def _sm90_ptx(text: str, fn_name: str, warps: int, gluon: bool) -> str:
     """The PTX of kernel `fn_name` of source `text` compiled for sm90 (no GPU needed), its
     pointers taken 16-byte aligned as Triton specializes them at launch
@@ -160,7 +225,16 @@ def sm90_ptx(ta: int = 128, tb: int = 64, warps: int = 4) -> str:
     return _sm90_ptx(class_kernel(4096, 50257, 4096, 50257, ta, tb)[0], "class_tile", warps, False)
 
 
-def main() -> list[dict]:
+NCU_METRICS = ("gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,"
+               "lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,"
+               "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum,sm__inst_executed.sum,"
+               "dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread")
+
+
+def main(forms: str = "class,shear") -> list[dict]:
+    """The forms named in `forms` (class, shear, carry) timed with the planned skewed tile and
+    a same-size copy_ after each is checked bit-exact; `once` in `forms`: each launched twice,
+    untimed (what `ncu` reads)."""
     import torch
 
     from benchmarks.bench_kernels import PLANS
@@ -183,14 +257,21 @@ def main() -> list[dict]:
             fns.append(lambda: fn[(grid,)](src, dst, num_warps=warps))
             names.append(name)
 
-    for ta, tb, warps in SHAPES:
-        text, grid = class_kernel(na, nb, na, nb, ta, tb)
-        candidate(f"class tile TA={ta} TB={tb} warps={warps}", load_module(HEADER_TL + "\n" + text).class_tile,
-                  grid, warps)
-    for ta, segments, warps, align in SHEAR_SHAPES:
-        text, grid = shear_kernel(na, nb, na, nb, ta, segments, warps, align)
-        candidate(f"shear tile TA={ta} step={32 * segments} warps={warps}" + (f" align={align}" if align != 16 else ""),
-                  load_module(HEADER_GLUON + "\n" + text).shear_tile, grid, warps)
+    if "class" in forms:
+        for ta, tb, warps in SHAPES:
+            text, grid = class_kernel(na, nb, na, nb, ta, tb)
+            candidate(f"class tile TA={ta} TB={tb} warps={warps}", load_module(HEADER_TL + "\n" + text).class_tile,
+                      grid, warps)
+    if "shear" in forms:
+        for ta, segments, warps, align in SHEAR_SHAPES:
+            text, grid = shear_kernel(na, nb, na, nb, ta, segments, warps, align)
+            candidate(f"shear tile TA={ta} step={32 * segments} warps={warps}" + (f" align={align}" if align != 16 else ""),
+                      load_module(HEADER_GLUON + "\n" + text).shear_tile, grid, warps)
+    if "carry" in forms:
+        for ta, tb, steps, halo, warps in CARRY_SHAPES:
+            text, grid = carry_kernel(na, nb, na, nb, ta, tb, steps, halo)
+            candidate(f"carry tile TA={ta} TB={tb} steps={steps} {halo} warps={warps}",
+                      load_module(HEADER_TL + "\n" + text).carry_tile, grid, warps)
     planned = build_kernel(json.loads(PLANS.read_text())[WORKLOAD]["response"], variant="tl")
     out = torch.empty(na, nb, device=dev, dtype=torch.bfloat16).t()
     planned(src, out)
@@ -199,10 +280,37 @@ def main() -> list[dict]:
     names.append("planned skewed tile")
     fns.append(same_size_copy(2 * src.numel() * src.element_size(), dev))
     names.append("same-size copy_")
+    if "once" in forms:
+        for fn in fns:
+            fn()
+        torch.cuda.synchronize()
+        return [{"kernel": n} for n in names]
     return timed_against_copy(names, fns, digits=1)
 
 
+def profiled(forms: str) -> str:
+    """Nsight Compute's reading (CSV) of every kernel of `forms`, each launched twice."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(["ncu", "--clock-control", "none", "--csv", "--metrics", NCU_METRICS, sys.executable,
+                           "-m", "tools.misaligned_transpose_probe", forms + ",once"], capture_output=True, text=True)
+    return done.stdout + done.stderr[-4000:]
+
+
 if __name__ == "__main__":
+    import os
+    import sys
+    from pathlib import Path
+
     from benchmarks.measure import write_probe
 
-    write_probe("misaligned_transpose_probe.json", WORKLOAD, main())
+    forms = sys.argv[1] if len(sys.argv) > 1 else "class,shear"
+    if "once" in forms:
+        main(forms)
+    elif "carry" in forms:
+        rows = main(forms)
+        (Path(os.environ.get("OUT", ".")) / "misaligned_transpose_carry_ncu.csv").write_text(profiled("carry"))
+        write_probe("misaligned_transpose_carry.json", WORKLOAD, rows)
+    else:
+        write_probe("misaligned_transpose_probe.json", WORKLOAD, main(forms))

@@ -9,7 +9,7 @@ import pytest
 
 from legalsat.testing.workloads import small_cases
 from tests.kernels.client import require_client
-from tools.hint_sweep import hinted
+from tools.hint_sweep import LOAD_HINTS, STORE_HINTS, hinted, is_first_hints
 
 LOAD, STORE = 'eviction_policy="evict_first"', 'cache_modifier=".cs"'
 
@@ -24,6 +24,17 @@ def test_hints_land_on_the_data_loads_and_stores_only():
         "    iv = tl.load(index + k, mask=k < 9, other=0)",
         f"    tl.store(out + j[:, None] * 8 + sd[None, :], x, mask=mask, {STORE})",
         "    tl.store(sorted_pos + pos, j, mask=m)"]
+
+
+def test_the_baseline_is_each_plan_with_the_first_hints_asked_for():
+    """With no unhinted variant asked for (`--loads evict_last --stores ,cs`) the sweep's table
+    had no baseline and ended in a ValueError after timing every workload."""
+    loads = {k: v for k, v in LOAD_HINTS.items() if k == "evict_last"}
+    stores = dict(STORE_HINTS)
+    assert [lab for lab in ("direct+evict_last", "direct+evict_last+cs", "staged_smem+evict_last")
+            if is_first_hints(lab, loads, stores)] == ["direct+evict_last", "staged_smem+evict_last"]
+    assert is_first_hints("direct", dict(LOAD_HINTS), stores)
+    assert not is_first_hints("direct+cs", dict(LOAD_HINTS), stores)
 
 
 CASES = [w for w in small_cases() if w.name.startswith(("transpose 517", "gather 74", "MoE top-2 300"))]
