@@ -163,6 +163,11 @@ class Code(Enum):
                        "dim: staging through shared memory would only add a pass",
                        "nothing to change: staging pays only for copies that transpose; the direct "
                        "and TMA plans move this copy")
+    NO_UNIT_STRIDE = ("no_unit_stride", Category.PLANNING, "staging through shared memory or registers pairs a "
+                      "contiguous (stride-1) dim of the source with one of the destination; a side without a "
+                      "stride-1 dim has none to pair", "nothing to change for the direct plan, which moves this "
+                      "copy; for a staged or shuffle plan, give that side a dim of stride 1 (make it contiguous "
+                      "first, or send its strides in elements, not bytes)")
     NOT_TRANSPOSING_SMALL = ("not_transposing_small", Category.PLANNING, "no transposing formulation whose "
                              "smaller contiguous side fits a warp (<= 64 bytes)",
                              "nothing to change: register shuffles pay only for transposes whose smaller "

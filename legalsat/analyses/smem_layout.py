@@ -42,7 +42,7 @@ def _check(x: TileAccess, lanes: int) -> int:
                        "vector")
     # the vector against the row first: a row the vector does not divide cannot be fixed by padding
     if t.cols % x.vector:
-        raise _problem(f"{t.cols} columns do not split into vectors of {x.vector}",
+        raise _problem(f"{t.cols} column{'s do' if t.cols != 1 else ' does'} not split into vectors of {x.vector}",
                        f"use a vector that divides {t.cols}", "vector")
     row_bytes = t.cols * ebits // 8
     if t.row_pitch_bytes < row_bytes:

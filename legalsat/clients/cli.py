@@ -165,7 +165,7 @@ def _descriptor_handler(target_name: str) -> Callable[[bytes], bytes]:
 def _descriptor_error(err: InputError) -> bytes:
     from legalsat.schemas.descriptors import error_line
 
-    return compact_json(error_line(err))
+    return compact_json(error_line(err, getattr(err, "line", None)))
 
 
 @functools.cache
@@ -184,7 +184,7 @@ def _bank_handler(target_name: str) -> Callable[[bytes], bytes]:
 def _bank_error(err: InputError) -> bytes:
     from legalsat.schemas.bank import error_line
 
-    return compact_json(error_line(err))
+    return compact_json(error_line(err, getattr(err, "line", None)))
 
 
 @functools.cache
@@ -200,7 +200,7 @@ def _pipeline_handler(target_name: str) -> Callable[[bytes], bytes]:
 def _pipeline_error(err: InputError) -> bytes:
     from legalsat.schemas.protocol import error_line
 
-    return compact_json(error_line(err))
+    return compact_json(error_line(err, getattr(err, "line", None)))
 
 
 @functools.cache
@@ -695,8 +695,10 @@ def build_parser() -> argparse.ArgumentParser:
     bt.add_argument("--target", default=None,
                     help="target for requests that name none (default: LEGALSAT_TARGET or sm90)")
     bt.set_defaults(run=_batch)
-    sc = sub.add_parser("schema", help="print the JSON Schema of optimize requests or responses")
-    sc.add_argument("which", nargs="?", choices=["request", "response"], default="request")
+    sc = sub.add_parser("schema", help="print the JSON Schema of optimize requests or responses",
+                        description="Prints the JSON Schema of an optimize request (the default) or response.")
+    sc.add_argument("which", nargs="?", choices=["request", "response"], default="request", metavar="request|response",
+                    help="which schema: request (the default) or response")
     sc.set_defaults(run=_schema)
     em = sub.add_parser("emit", help="print the Triton kernel source of a plan",
                         description="Reads a plan (or a whole optimize response: its --plan-th plan) and "

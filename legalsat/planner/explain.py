@@ -241,7 +241,8 @@ def _lines(req: PlanRequest, p: Plan, rank: int, of: int, first: Plan, not_plann
             what += f", after {len(p.gather.inspector.passes)} inspector passes"
         if sort_us:
             what += f", after sorting the slots by group ({sort_us:.2f} us)"
-        headline = f"bandwidth-bound at {_share(eff)} of copy bandwidth: {what}"
+        # the share is the accesses' own; the plan's TB/s also pays its launch
+        headline = f"bandwidth-bound at {_share(eff)} of copy bandwidth past its launch: {what}"
     if bound and p.pieces:
         most = _fmt_bytes(longest_program_bytes(p))  # each side's bytes (the whole movement's are a sum)
         facts.append(f"largest program: {most} read and {most} written alone at {c.program_gbps} GB/s adds "

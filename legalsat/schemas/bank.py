@@ -87,12 +87,15 @@ class AccessOut(Out):
 
 class BankReportOut(Out):
     """wavefronts / ideal_wavefronts = conflict_ways. Structured input adds `accesses`, the
-    per-instruction breakdown. On the command line, a line that cannot be judged answers zero
-    counts with `error` set."""
+    per-instruction breakdown. On the command line, a line that cannot be judged answers null
+    counts (never a count a caller could read as an access's) with `error` set and `line` its
+    line number."""
 
-    wavefronts: int = Field(description="passes of the whole access (all instructions)")
-    ideal_wavefronts: int = Field(description="passes a conflict-free access takes")
-    conflict_ways: float = Field(description="wavefronts / ideal_wavefronts (1.0: conflict-free)")
+    wavefronts: int | None = Field(description="passes of the whole access (all instructions); null only on a "
+                                   "command-line line that could not be judged")
+    ideal_wavefronts: int | None = Field(description="passes a conflict-free access takes; null as wavefronts")
+    conflict_ways: float | None = Field(description="wavefronts / ideal_wavefronts (1.0: conflict-free); null as "
+                                        "wavefronts")
     phases: list[PhaseOut] = Field(description="raw input: the instruction's phases")
     accesses: list[AccessOut] | None = Field(None, description="structured input: per instruction")
     error: ErrorOut | None = Field(None, description="the input could not be judged: set on the command line's JSON Lines "
@@ -173,7 +176,8 @@ def report_model(report: BankReport | TileReport) -> BankReportOut:
                                    for i, r in enumerate(report.instructions)])
 
 
-def error_line(err: InputError) -> dict:
-    """The report-shaped JSON Lines answer of a line that could not be judged."""
-    return {"wavefronts": 0, "ideal_wavefronts": 0, "conflict_ways": 0.0, "phases": [],
-            "error": err.headline.to_error()}
+def error_line(err: InputError, line: int | None = None) -> dict:
+    """The report-shaped JSON Lines answer of input line `line` that could not be judged: null
+    counts (zero wavefronts read as an access with no conflicts)."""
+    return {"wavefronts": None, "ideal_wavefronts": None, "conflict_ways": None, "phases": [],
+            "error": err.headline.to_error(), "line": line}

@@ -256,7 +256,7 @@ def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_
                                           "send JSON encoded as UTF-8") from None
     if not text.strip():  # "Expecting value: line 1 column 1 (char 0)" said nothing of what happened
         raise Code.INVALID_JSON.error(f"{what} is empty" if text == "" else f"{what} holds only white space",
-                                      "send one JSON value (an empty file or stdin holds none)")
+                                      f"send one JSON value in {what}")
     values = text.count(",") + 1  # at most this many (commas in strings count too)
     if values > max_values:
         raise Code.INVALID_INPUT.error(f"{what} holds {values} JSON values (or commas in its strings); at most "

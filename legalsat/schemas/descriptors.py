@@ -106,8 +106,8 @@ class ViolationOut(Out):
 
 class VerdictOut(Out):
     """Legal exactly when `violations` is empty. On the command line, a line that cannot be
-    judged answers legal false with its problems as violations of rule "input.invalid" and
-    `error` holding the headline."""
+    judged answers legal false with its problems as violations (each rule the catalogue code of
+    the problem, e.g. invalid_json), `error` holding the headline and `line` its line number."""
 
     legal: bool = Field(description="cuTensorMapEncodeTiled accepts the descriptor")
     violations: list[ViolationOut] = Field(description="every broken rule, in rule order")
@@ -156,9 +156,9 @@ def verdict_model(verdict: Verdict) -> VerdictOut:
         for v in verdict.violations])
 
 
-def error_line(err: InputError) -> dict:
-    """The verdict-shaped JSON Lines answer of a line that could not be judged."""
+def error_line(err: InputError, line: int | None = None) -> dict:
+    """The verdict-shaped JSON Lines answer of input line `line` that could not be judged."""
     return {"legal": False,
-            "violations": [{"rule": "input.invalid", "field": d.field, "index": None, "message": d.message,
+            "violations": [{"rule": d.code.id, "field": d.field, "index": None, "message": d.message,
                             "fix": d.fix} for d in err.details],
-            "error": err.headline.to_error()}
+            "error": err.headline.to_error(), "line": line}

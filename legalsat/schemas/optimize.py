@@ -62,9 +62,10 @@ MOVABLE_DTYPES = tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)
 MAX_TILE_ELEMENTS = 1 << 24  # far past any shared memory; keeps sizes well inside i64 arithmetic
 
 
-def _dims_schema(least: int) -> dict:
-    """The published bounds of a view's shape or strides (`least`: an entry's minimum)."""
-    return {"minItems": 1, "maxItems": MAX_TILE_RANK,
+def _dims_schema(least: int, most: int = MAX_RANK) -> dict:
+    """The published bounds of a view's shape or strides (`least`: an entry's minimum, `most`:
+    the dims a view of its kind takes)."""
+    return {"minItems": 1, "maxItems": most,
             "items": {"type": "integer", "minimum": least, "maximum": MAX_BYTES}}
 MAX_REQUEST_ID = 128  # characters of a request_id
 
@@ -75,14 +76,24 @@ class ViewIn(Strict):
     # the published bounds (json_schema_extra) are what the checks below enforce, with their own messages
     dtype: str = Field(description=f"element type: {', '.join(MOVABLE_DTYPES)}",
                        json_schema_extra={"enum": list(MOVABLE_DTYPES)})
-    shape: list[StrictInt] = Field(description="extents, outermost first (each >= 1; 1..8 dims, 1..16 for a "
-                                               "tile load's source)",
+    shape: list[StrictInt] = Field(description=f"extents, outermost first (each >= 1; 1..{MAX_RANK} dims: merge "
+                                               "contiguous dims and drop extent-1 dims of a longer view)",
                                    json_schema_extra=_dims_schema(1))
     strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)",
                                      json_schema_extra=_dims_schema(0))
     base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes; a value below "
                             "the element's size (1 for an unknown alignment) is planned as the element's size: "
                             "a tensor's elements lie on their own size, and the client refuses one that does not")
+
+
+class TileSourceIn(ViewIn):
+    """A tile load's source: a strided tensor of any rank a tensor library uses (up to 16 dims;
+    unit and broadcast dims included)."""
+
+    shape: list[StrictInt] = Field(description=f"extents, outermost first (each >= 1; 1..{MAX_TILE_RANK} dims)",
+                                   json_schema_extra=_dims_schema(1, MAX_TILE_RANK))
+    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)",
+                                     json_schema_extra=_dims_schema(0, MAX_TILE_RANK))
 
 
 class CopyOp(Strict):
@@ -129,7 +140,7 @@ Consumer_ = Annotated[ConsumerIn, BeforeValidator(_consumer_object), WithJsonSch
 
 class LoadTileOp(Strict):
     kind: Literal["load_tile"]
-    src: ViewIn
+    src: TileSourceIn
     tile: list[StrictInt] = Field(description="tile extents, outermost first; one per src dim; may exceed the "
                                   "src extent (the overhang reads as zero)",
                                   json_schema_extra={"minItems": 1, "maxItems": MAX_TILE_RANK, "items": {
@@ -142,7 +153,8 @@ class IndexIn(Strict):
     distribution: Literal[tuple(d.value for d in Distribution)] = "random"  # type: ignore[valid-type]
     page_size: Pos | None = Field(None, description="positions along the axis one index selects")
     unique: StrictBool = False
-    groups: Pos | None = Field(None, description="buckets (experts) the indices are routed to (MoE)")
+    groups: Pos | None = Field(None, description=f"buckets (experts) the indices are routed to (MoE; at most "
+                               f"{MAX_GROUPS})", json_schema_extra={"maximum": MAX_GROUPS})
 
 
 class GatherOp(Strict):
@@ -202,7 +214,8 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
                    "the planner moves whole bytes", "describe the data as uint8 (bytes) instead")
     if not 1 <= len(v.shape) <= max_rank:
         raise _bad(f"{field}.shape", f"{field}.shape has {len(v.shape)} dims; 1 to {max_rank} are supported",
-                   f"merge contiguous dims before sending, or send a view of at most {max_rank} dims" if v.shape
+                   f"merge contiguous dims and drop extent-1 dims before sending, or send a view of at most "
+                   f"{max_rank} dims" if v.shape
                    else "give one extent per dim, outermost first (a single element is shape [1], strides [1])")
     if len(v.strides) != len(v.shape):
         raise _bad(f"{field}.strides", f"{field}.strides has {len(v.strides)} entries but shape has "

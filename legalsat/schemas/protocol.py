@@ -164,7 +164,9 @@ class ProtocolViolationOut(Out):
 
 
 class PipelineVerdictOut(Out):
-    """ok exactly when there are no violations; `trip_counts` lists the N checked."""
+    """ok exactly when there are no violations; `trip_counts` lists the N checked. On the
+    command line, a line that cannot be judged answers ok false with `error` set and `line` its
+    line number."""
 
     ok: bool = Field(description="no hazard at any trip count checked")
     violations: list[ProtocolViolationOut] = Field(description="each hazard's first occurrence per (rule, role, op)")
@@ -431,6 +433,6 @@ def verdict_model(verdict: ProtocolVerdict) -> PipelineVerdictOut:
                              fix=v.fix, op=v.op, trip_count=v.trip_count) for v in verdict.violations])
 
 
-def error_line(err: InputError) -> dict:
-    """The verdict-shaped JSON Lines answer of a line that could not be judged."""
-    return {"ok": False, "violations": [], "trip_counts": [], "error": err.headline.to_error()}
+def error_line(err: InputError, line: int | None = None) -> dict:
+    """The verdict-shaped JSON Lines answer of input line `line` that could not be judged."""
+    return {"ok": False, "violations": [], "trip_counts": [], "error": err.headline.to_error(), "line": line}

@@ -24,8 +24,9 @@ def resolve_target(name: object, *, need_tma: bool = False, field: str = "target
     tensor memory accelerator) naming `field` and the valid choices."""
     target = TARGETS.get(name) if isinstance(name, str) else None
     if target is None:
-        raise Code.UNKNOWN_TARGET.error(f"unknown target {shown(name)}; use one of: {', '.join(TARGET_NAMES)}",
-                                        f"use one of: {', '.join(TARGET_NAMES)}", field)
+        raise Code.UNKNOWN_TARGET.error(f"{field}: unknown target {shown(name)}; legalsat plans for "
+                                        f"{', '.join(TARGET_NAMES)}", f"set {field} to one of: {', '.join(TARGET_NAMES)}",
+                                        field)
     if need_tma and target.tma is None:
         with_tma = ", ".join(n for n in TARGET_NAMES if TARGETS[n].tma is not None)
         raise Code.NO_TMA.error(f"target {name} has no TMA unit", f"use target {with_tma} for TMA descriptors",

@@ -37,6 +37,13 @@ def test_validate_descriptor_keeps_every_line_in_order(tmp_path):
     assert out[2]["error"]["code"] == "empty_line"
     assert out[3]["violations"][0]["rule"] == "box_dim.inner_bytes"
     assert out[5]["error"]["field"] == "swizzle"
+    # a line that could not be judged says which line it is, and its rules are catalogue codes
+    # (they were "input.invalid", which `legalsat codes` does not list)
+    assert [o.get("line") for o in out] == [None, 2, 3, None, 5, 6, None]
+    from legalsat.diagnostics import Code
+
+    codes = {c.id for c in Code}
+    assert all(v["rule"] in codes for o in out if "error" in o for v in o["violations"])
 
 
 def test_stdin_and_target_flag():
@@ -49,6 +56,12 @@ def test_unknown_target_is_a_clear_usage_error():
     r = run_cli("validate-descriptor", "--target", "sm42", "-", stdin=b"")
     assert r.returncode == 2
     assert b"unknown target 'sm42'" in r.stderr and b"fix:" in r.stderr
+
+
+def test_schema_names_its_choice_not_an_internal_argument():
+    r = run_cli("schema", "bogus")
+    assert r.returncode == 2 and b"argument which" not in r.stderr and b"request|response" in r.stderr
+    assert b"request (the default)" in run_cli("schema", "--help").stdout
 
 
 def test_missing_file_is_a_clear_usage_error(tmp_path):
@@ -105,6 +118,10 @@ def test_bank_conflicts_keeps_every_line_in_order():
     assert out[1]["error"]["code"] == "invalid_json"  # the same code for bad JSON on every route
     assert out[2]["error"]["field"] == "addresses"
     assert out[3]["conflict_ways"] == 1.0 and len(out[3]["accesses"]) == 8
+    # a line that could not be judged has no counts a caller could take for an access's (they
+    # were 0, read as no conflicts), and says which line it is
+    assert all(out[k][f] is None for k in (1, 2) for f in ("wavefronts", "ideal_wavefronts", "conflict_ways"))
+    assert [o.get("line") for o in out] == [None, 2, 3, None]
 
 
 def test_verify_pipeline_keeps_every_line_in_order():
@@ -120,6 +137,7 @@ def test_verify_pipeline_keeps_every_line_in_order():
     v = out[1]["violations"][0]
     assert v["rule"] == "tx_mismatch" and {"role", "op_index", "iteration", "message"} <= set(v)
     assert out[2]["error"]["field"] == "roles"
+    assert [o.get("line") for o in out] == [None, None, 3, 4]
 
 
 def test_optimize_and_batch_commands(tmp_path, capsys):

@@ -142,3 +142,20 @@ def test_a_base_align_below_the_element_is_planned_as_the_element(dtype, below):
                 for p in out["plans"]]
 
     assert plans(below) == plans(ELEMENT_TYPES[dtype].storage_bits // 8)
+
+
+@pytest.mark.parametrize("src, dst, sides", [
+    ([8192, 2], [1, 4096], ["op.src"]),  # every other element of the source rows
+    ([256, 4], [4, 256], ["op.src", "op.dst"]),  # strides sent in bytes: no side has a stride of 1
+])
+def test_a_side_without_a_unit_stride_is_why_staging_is_out(src, dst, sides):
+    """A transpose whose source has no stride-1 dim was told its staged and shuffle plans were
+    missing because src and dst are contiguous along the same dim, which neither is."""
+    n = 4096 if src[0] == 8192 else 64
+    out = optimize({"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [n, n], "strides": src},
+                           "dst": {"dtype": "float32", "shape": [n, n], "strides": dst}}})
+    assert [p["strategy"] for p in out["plans"]] == ["direct"]
+    for strategy in ("staged_smem", "shuffle"):
+        (reason,) = next(r for r in out["rejected"] if r["strategy"] == strategy)["reasons"]
+        assert reason["rule"] == "no_unit_stride" and "stride 1" in reason["fix"]
+        assert reason["message"].startswith(" and ".join(sides) + (" has" if len(sides) == 1 else " have"))

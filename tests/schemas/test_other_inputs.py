@@ -69,6 +69,9 @@ DESC = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [4096, 102
     (lambda: legalsat.analyze_bank_conflicts({"pattern": "rows", "vector": 8,
                                               "tile": {"dtype": "bfloat16", "shape": [64, 12]}}),
      "vector", "12 columns do not split into vectors of 8", "divides 12"),
+    (lambda: legalsat.analyze_bank_conflicts({"pattern": "rows", "vector": 2,
+                                              "tile": {"dtype": "float32", "shape": [64, 1]}}),
+     "vector", "1 column does not split into vectors of 2", "divides 1"),
     # a kind that is not a string was quoted as one: "op.kind is 'None'"
     (lambda: legalsat.optimize({"op": {"kind": None}}), "op.kind", "op.kind is null,", None),
     # a list in Python's spelling: "['128B'] is not a valid value"
@@ -79,7 +82,7 @@ DESC = {"dtype": "bfloat16", "global_address": 1 << 40, "global_dim": [4096, 102
                                        "tile": [64, 64], "consumer": None}}),
      "op.consumer", "op.consumer is null", "'wgmma_a'"),
 ], ids=["long-target", "null", "true", "vector-0", "target-in-descriptor", "rank-0", "empty-shape",
-        "field-of-another-kind", "field-of-another-form", "vector-before-pitch", "kind-null", "list-as-json",
+        "field-of-another-kind", "field-of-another-form", "vector-before-pitch", "one-column", "kind-null", "list-as-json",
         "consumer-null"])
 def test_messages_name_the_field_at_fault_quote_json_and_offer_valid_fixes(call, field, message, fix):
     with pytest.raises(InputError) as e:

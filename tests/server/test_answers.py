@@ -73,6 +73,20 @@ def test_openapi_states_the_enforced_limits(client, server):
     schema = body["content"]["application/json"]["schema"]
     assert schema.get("maxItems") == 256
     assert "bytes" in body.get("description", "")
+    # a copy's and a gather's views take 8 dims, a tile load's source 16, an index 65,536 groups
+    # (the schema said 16 dims for every view and 2^62 groups)
+    defs = doc["components"]["schemas"]
+    assert defs["ViewIn"]["properties"]["shape"]["maxItems"] == defs["ViewIn"]["properties"]["strides"]["maxItems"] == 8
+    assert defs["TileSourceIn"]["properties"]["shape"]["maxItems"] == 16
+    assert defs["LoadTileOp"]["properties"]["src"]["$ref"].endswith("/TileSourceIn")
+    assert defs["IndexIn"]["properties"]["groups"]["maximum"] == 65536
+    for n, dims in ((8, 200), (9, 422), (16, 422)):  # what the server takes is what the schema says
+        shape = [1] * (n - 2) + [4, 4]
+        copy = {"op": {"kind": "copy", "src": view("float32", shape), "dst": view("float32", shape)}}
+        assert client.post("/v1/optimize", json=copy).status_code == dims
+        tile = {"op": {"kind": "load_tile", "src": view("float32", shape), "tile": [1] * (n - 2) + [4, 4],
+                       "consumer": "rows"}}
+        assert client.post("/v1/optimize", json=tile).status_code == 200
 
 
 def test_strides_given_in_bytes_get_a_warning(client):
@@ -131,3 +145,14 @@ def test_a_deadline_answer_names_the_budget_and_the_grace_apart():
     msg = deadline(230, False, "optimize", 200).detail.message
     assert "deadline of 30 ms (+200 ms grace)" in msg and "230" not in msg
     assert "deadline of 30 ms (spent" in deadline(30, True).detail.message
+
+
+def test_messages_speak_of_what_was_sent(client):
+    """An empty HTTP body was told that "an empty file or stdin holds none", and an unknown
+    target's fix repeated its message without naming the field."""
+    r = client.post("/v1/optimize", content=b"", headers={"content-type": "application/json"})
+    assert r.status_code == 422 and "stdin" not in r.json()["error"]["fix"]
+    r = client.post("/v1/optimize", json={**SMALL, "target": "sm91"})
+    err = r.json()["error"]
+    assert r.status_code == 422 and err["field"] == "target" and err["message"].startswith("target: unknown target")
+    assert err["fix"].startswith("set target to one of:")
