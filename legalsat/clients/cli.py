@@ -536,7 +536,7 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _emit(args: argparse.Namespace) -> int:
     from legalsat.clients.plan_checks import check_plan, check_request
-    from legalsat.kernels import emit, fields_as_passed, response_target, select_plan
+    from legalsat.kernels import default_variant, emit, fields_as_passed, response_target, select_plan
     from legalsat.schemas.base import load_json
 
     limit = _settings({}, uses_target=False, reads=frozenset({"max_body_bytes"})).max_body_bytes
@@ -557,9 +557,12 @@ def _emit(args: argparse.Namespace) -> int:
         if op is not None:
             check_request(plan, op)
         check_plan(plan, op, response_target(obj))
-        emitted = emit(plan, args.variant)
+        variant = args.variant
+        if variant == "auto":  # what build_kernel runs by default on a GPU of the plan's target
+            variant = default_variant(plan, sm90=(response_target(obj) or "sm90") == "sm90")
+        emitted = emit(plan, variant)
     sys.stdout.write(emitted.source)
-    if emitted.variant != args.variant:  # asked for Gluon, given tl: said even with --quiet
+    if emitted.variant != variant:  # asked for Gluon, given tl: said even with --quiet
         print(f"# the plan's {emitted.strategy} pieces have no Gluon form (Gluon kernels are emitted for TMA "
               "pieces of 2-D or wider boxes of 128 bytes or more, and for gathers along an inner axis whose "
               f"source rows are contiguous): this is its {emitted.variant} kernel", file=sys.stderr)
@@ -703,11 +706,13 @@ def build_parser() -> argparse.ArgumentParser:
     em = sub.add_parser("emit", help="print the Triton kernel source of a plan",
                         description="Reads a plan (or a whole optimize response: its --plan-th plan) and "
                                     "prints the emitted Triton module; the launches go to stderr. "
-                                    "legalsat.clients.triton.build_kernel compiles and runs the same source.")
+                                    "legalsat.clients.triton.build_kernel(plan, variant=V) compiles and runs the "
+                                    "same source; its default (variant auto) is --variant auto's on an sm90 GPU.")
     em.add_argument("file", nargs="?", default="-", help="plan or response JSON file, or - for stdin (default)")
     em.add_argument("--plan", type=int, default=0, help="which plan of a response (default 0, the best)")
-    em.add_argument("--variant", choices=["tl", "gluon"], default="tl",
-                    help="tl (any GPU, and the interpreter) or gluon (sm90 TMA plans)")
+    em.add_argument("--variant", choices=["tl", "gluon", "auto"], default="tl",
+                    help="tl (any GPU, and the interpreter; the default), gluon (sm90 TMA plans), or auto: the one "
+                         "build_kernel runs by default on a GPU of the response's target (a plan alone: sm90)")
     em.add_argument("--quiet", action="store_true", help="no launch summary on stderr")
     em.set_defaults(run=_emit)
     sv = sub.add_parser("serve", help="run the HTTP service (routes mirror these commands; see /docs)",

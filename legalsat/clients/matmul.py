@@ -197,9 +197,12 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = 
     "tl", or "auto" (`default_variant`); `tiles`: (BM, BN, BK) instead of `choose`'s;
     `num_warps`: 8 for 128-row tiles (two warpgroups), else 4. Raises InputError naming the
     argument that cannot be multiplied this way."""
+    from legalsat.clients.triton import check_dense
+
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor) or t.dim() != 2:
             raise _arg_error(name, f"{name} must be a 2-D tensor", "pass matrices")
+        check_dense(t, name)
         if t.dtype not in TORCH_NAMES:
             raise _arg_error(name, f"{name} is {t.dtype}; matmul takes bfloat16 or float16",
                              "convert to torch.bfloat16 or torch.float16")

@@ -169,10 +169,27 @@ def _check_apart(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str) -> 
                          f"pass {b_name} in memory of its own (clone {a_name} first if they must overlap)")
 
 
+def check_dense(t: torch.Tensor, name: str) -> None:
+    """InputError unless `t`'s memory holds its values as they read: a dense strided tensor
+    without PyTorch's lazy conjugate or negative bit (a `.conj()` or negated view shares the
+    unconjugated memory, which a kernel would move as it is: copy_ resolves the bit, a kernel
+    of raw words cannot), and no sparse layout (whose memory is not the view's)."""
+    if t.layout is not torch.strided:
+        raise _arg_error(name, f"{name} is a {str(t.layout).removeprefix('torch.')} tensor; the kernel moves a dense "
+                         "strided tensor's memory", f"pass {name}.to_dense()")
+    for bit, is_set, resolve in (("conjugate", t.is_conj(), "resolve_conj"), ("negative", t.is_neg(), "resolve_neg")):
+        if is_set:
+            raise _arg_error(name, f"{name} has PyTorch's lazy {bit} bit set: its memory holds the values before "
+                             f"that {bit[:3]}, which the kernel would move as they are",
+                             f"pass {name}.{resolve}() (an output: a tensor without the bit, then apply the "
+                             f"{bit[:3]} to it)")
+
+
 def _check_written(t: torch.Tensor, name: str, need: int, src: torch.Tensor) -> None:
-    """A tensor the kernel writes: no autograd leaf (an in-place write outside autograd), room
-    for the `need` bytes the kernel writes from its first element, and no memory shared with
-    `src`, which it reads."""
+    """A tensor the kernel writes: dense (`check_dense`), no autograd leaf (an in-place write
+    outside autograd), room for the `need` bytes the kernel writes from its first element, and
+    no memory shared with `src`, which it reads."""
+    check_dense(t, name)
     if t.requires_grad:
         raise _arg_error(name, f"{name} requires grad: the kernel writes it in place, outside autograd",
                          f"pass {name}.detach() (or a tensor that does not require grad)")
@@ -212,12 +229,12 @@ def _called(method, args: tuple, kw: dict, what: str, usage: str):
     it should be."""
     try:
         return method(*args, **kw)
-    except TypeError as e:
+    except TypeError:
         try:
             _signature(method.__func__).bind(None, *args, **kw)
-        except TypeError:
+        except TypeError as bad:  # its words ("too many positional arguments"), not the private method's
             raise _arg_error("arguments", f"{what} was called with {len(args)} positional argument(s) and "
-                             f"{sorted(kw) or 'no keywords'}: {e}", f"call it as {usage}") from None
+                             f"{sorted(kw) or 'no keywords'}: {bad}", f"call it as {usage}") from None
         raise
 
 
@@ -300,6 +317,14 @@ class Kernel:
     def module(self):
         return load_module(self.emitted.source)
 
+    def __getstate__(self) -> dict:
+        """What a pickle takes (to a worker process): the kernel's plan and source; the module
+        and the per-tensor caches (this process's tensors, weakly, and their descriptors) stay
+        behind and refill at the first call there."""
+        state = {k: v for k, v in self.__dict__.items() if k != "module"}
+        state["_descs"], state["_views"] = {}, {}
+        return state
+
     def __repr__(self) -> str:
         return f"<legalsat kernel {self.strategy}/{self.variant}: {len(self.emitted.launches)} launch(es)>"
 
@@ -307,6 +332,7 @@ class Kernel:
     def _check_view(self, t: torch.Tensor, view: dict | None, name: str, side: str) -> None:
         if not isinstance(t, torch.Tensor):
             raise _arg_error(name, f"{name} is a {type(t).__name__}, not a torch.Tensor", f"pass {name} as a tensor")
+        check_dense(t, name)
         if t.is_meta:
             raise _arg_error(name, f"{name} is a meta tensor: it has no data to move",
                              f"pass {name} with storage: on a CUDA device (or the CPU under TRITON_INTERPRET=1)")
@@ -326,9 +352,13 @@ class Kernel:
         # (the strides compared whole first: the per-dim loop only where they differ)
         if view is not None and (list(t.shape) != list(view["shape"]) or (list(t.stride()) != view["strides"] and any(
                 n > 1 and a != b for n, a, b in zip(view["shape"], t.stride(), view["strides"])))):
+            relaid = [r for r in self.plan.relayout if r.side == side]
             raise _arg_error(name, f"{name} has shape {list(t.shape)} strides {list(t.stride())}; the plan "
-                             f"is for shape {view['shape']} strides {view['strides']}",
-                             "pass the view the plan was made for, or plan this view")
+                             f"is for shape {view['shape']} strides {view['strides']}"
+                             + "".join(f" (its relayout: the {r.old_stride_bytes}-byte pitch re-allocated as "
+                                       f"{r.new_stride_bytes} bytes)" for r in relaid),
+                             (f"allocate {name} with the relayout's pitch and pass that view, " if relaid else
+                              "pass the view the plan was made for, ") + "or plan this view")
         # the pieces' reach against the storage (against the request's views: when the kernel was
         # built); without the request, against the view's own extent too
         reach = self._reach[side]
@@ -461,9 +491,12 @@ class Kernel:
             if not isinstance(t, torch.Tensor):
                 raise _arg_error(name, f"{name} is {'None' if t is None else 'a ' + type(t).__name__}, not a "
                                  "torch.Tensor", f"pass {name} as a tensor: k(src, index, out)")
+            check_dense(t, name)
         for name, t in (("index", index), ("group", group)):
             if t is None:
                 continue
+            if isinstance(t, torch.Tensor):
+                check_dense(t, name)
             if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES or t.dim() != 1 or t.numel() != count:
                 raise _arg_error(name, f"{name} must be a 1-D int32/int64 tensor of {count} entries; it is "
                                  f"{_described(t)}", f"pass {name} as torch.int32 or torch.int64 with {count} entries")
@@ -611,11 +644,14 @@ class TileKernel(Kernel):
         dtype = self.out_dtype(src)
         if out is None:
             out = torch.empty(self.out_shape, dtype=dtype, device=src.device)
-        elif (tuple(out.shape) != tuple(self.out_shape) or out.dtype != dtype or not out.is_contiguous()
-              or out.device != src.device):
-            raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)} on "
-                             f"{src.device}; it is {_described(out)}", "allocate it with torch.empty(k.out_shape, "
-                             "dtype=k.out_dtype(src), device=src.device)")
+        else:
+            if isinstance(out, torch.Tensor):
+                check_dense(out, "out")
+            if (not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(self.out_shape) or out.dtype != dtype
+                    or not out.is_contiguous() or out.device != src.device):
+                raise _arg_error("out", f"out must be a contiguous {dtype} tensor of shape {list(self.out_shape)} on "
+                                 f"{src.device}; it is {_described(out)}", "allocate it with torch.empty(k.out_shape, "
+                                 "dtype=k.out_dtype(src), device=src.device)")
         _check_written(out, "out", out.numel() * out.element_size(), src)
         words_per_tile = self.emitted.tile.dump_words
         if stages is not None:

@@ -112,6 +112,8 @@ def select_plan(obj: object, plan_index: int = 0, index_name: str = "plan_index"
                              f"leave {index_name} out, or pass the whole optimize response")
         return validate_plan(obj), None
     plans = obj["plans"]
+    if isinstance(plans, tuple):  # a response built in Python, as optimize takes tuples for lists
+        plans = list(plans)
     if not isinstance(plans, list):
         raise plan_error("plans", f"plans is {json_kind(plans)}, not an array of plans",
                          "pass the optimize response as the planner returned it")
@@ -129,8 +131,13 @@ def select_plan(obj: object, plan_index: int = 0, index_name: str = "plan_index"
         raise plan_error(index_name, f"{index_name} {plan_index} is outside the response's {len(plans)} plans",
                          f"use 0..{len(plans) - 1}")
     plan = validate_plan(plans[plan_index], ("plans", plan_index))
+    term = obj.get("term")
+    if not term:  # the views every tensor is checked against come from it: without it, none would be
+        raise plan_error("term", f"the response has {'no term' if term is None else 'an empty term'}: its plan "
+                         "cannot be checked against the request's views", "pass the response as the planner "
+                         "returned it (or pass one plan alone, plans[i], to run it checked against itself only)")
     # the response's term, read once and checked against the plan (emit and build_kernel alike)
-    return plan, _request_op(obj.get("term"), plan)
+    return plan, _request_op(term, plan)
 
 
 def response_target(obj: object) -> str | None:
@@ -141,12 +148,13 @@ def response_target(obj: object) -> str | None:
     return getattr(obj, "target", None) if isinstance(obj, OptimizeResponse) else None
 
 
-def _request_op(response_term: str | None, plan: PlanOut) -> dict | None:
-    """The request's op (src/dst views) from a response's s-expression term, if given; an
-    InputError naming `term` where it is not one `plan` can have come from (another kind of
-    movement, an element type this client does not know: a bare KeyError before)."""
-    if not response_term:
-        return None
+def _request_op(response_term: object, plan: PlanOut) -> dict:
+    """The request's op (src/dst views) from a response's s-expression term; an InputError
+    naming `term` where it is not one `plan` can have come from (another kind of movement, an
+    element type this client does not know: a bare KeyError before)."""
+    if not isinstance(response_term, str):
+        raise plan_error("term", f"the response's term is {json_kind(response_term)}, not the planner's s-expression",
+                         "pass the response as the planner returned it")
     try:
         op = op_from_sexp(response_term)
     except InputError as e:

@@ -925,3 +925,20 @@ def test_kill_9_of_batch_takes_its_workers_with_it(tmp_path):
                 os.kill(p, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+
+def test_emit_auto_is_the_variant_build_kernel_runs_on_an_sm90_gpu(tmp_path):
+    """`emit` printed the tl kernel of plans build_kernel runs as Gluon on sm90 (a wgmma tile
+    load), while its help said build_kernel runs the same source."""
+    from legalsat.api import optimize
+    from legalsat.kernels import default_variant, emit
+
+    resp = optimize({"op": {"kind": "load_tile", "src": {"dtype": "bfloat16", "shape": [100, 72], "strides": [72, 1]},
+                            "tile": [64, 32], "consumer": "wgmma_a"}})
+    plan = resp["plans"][0]
+    assert default_variant(plan, True) == "gluon"
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(resp))
+    r = run_cli("emit", "--variant", "auto", "--quiet", str(path))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.decode() == emit(plan, "gluon").source != emit(plan, "tl").source

@@ -523,3 +523,140 @@ def test_building_a_relaid_out_plan_checks_each_form_of_its_term_once(client, mo
     checked.clear()
     build_kernel(resp, plan_index=next(j for j, p in enumerate(resp["plans"]) if not p.get("relayout")), variant="tl")
     assert len(checked) == 1  # without a relayout, the kernel checks the term itself
+
+
+def _said(call, field: str) -> str:
+    """The message and fix of the InputError `call` raises, which names `field`."""
+    from legalsat.diagnostics import InputError
+
+    with pytest.raises(InputError) as e:
+        call()
+    assert e.value.headline.field == field, e.value.headline
+    return f"{e.value.headline.message} {e.value.headline.fix}"
+
+
+def _transpose_response(dtype: str = "float32", shape=(9, 11)):
+    from legalsat.api import optimize
+    from legalsat.testing.planner_suite import permuted, view
+
+    return optimize({"op": {"kind": "copy", "src": view(dtype, shape), "dst": permuted(dtype, shape, (1, 0))}})
+
+
+@pytest.mark.parametrize("make, side, fix", [
+    (lambda s, d: (s.conj(), d), "src", "src.resolve_conj()"),
+    (lambda s, d: (s, d.conj()), "dst", "dst.resolve_conj()"),
+    (lambda s, d: (torch_neg(s), d), "src", "src.resolve_neg()"),
+    (lambda s, d: (s.to_sparse(), d), "src", "src.to_dense()"),
+    (lambda s, d: (s.to_sparse_csr(), d), "src", "src.to_dense()"),
+])
+def test_tensors_whose_memory_is_not_their_values_are_refused(client, monkeypatch, make, side, fix):
+    """A conjugate or negative view shares the unconjugated memory, which a kernel moved as it
+    was (a .conj() source copied unconjugated, a negated matmul operand multiplied positive);
+    a sparse tensor's memory is not its view (CSR: a raw RuntimeError, COO: its strides blamed)."""
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    dtype = torch.complex64 if "conj" in fix else torch.float32
+    k = build_kernel(_transpose_response("complex64" if dtype == torch.complex64 else "float32"), variant="tl")
+    src, dst = torch.randn(9, 11, dtype=dtype), torch.zeros(11, 9, dtype=dtype).t()
+    message = _said(lambda: k(*make(src, dst)), side)
+    assert fix in message
+
+
+def torch_neg(t):
+    import torch
+
+    return torch._neg_view(t)
+
+
+def test_a_negated_matmul_operand_is_refused(client, monkeypatch):
+    import torch
+
+    from legalsat.clients.triton import matmul
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    a, b = torch.randn(64, 64, dtype=torch.float16), torch.randn(64, 64, dtype=torch.float16)
+    assert "a.resolve_neg()" in _said(lambda: matmul(torch._neg_view(a), b), "a")
+
+
+def test_a_response_without_its_term_is_refused(client):
+    """Without the term no tensor was checked against the request's views: a transposed source
+    or a destination of another layout ran, wrong."""
+    from legalsat.clients.triton import build_kernel
+
+    resp = _transpose_response()
+    for term, says in ((None, "no term"), ("", "an empty term")):
+        bad = {**resp, "term": term} if term is not None else {k: v for k, v in resp.items() if k != "term"}
+        assert says in _said(lambda bad=bad: build_kernel(bad), "term")
+
+
+def test_a_response_built_in_python_may_hold_its_plans_in_a_tuple(client):
+    from legalsat.clients.triton import build_kernel
+
+    resp = _transpose_response()
+    assert build_kernel({**resp, "plans": tuple(resp["plans"])}, variant="tl").source == \
+        build_kernel(resp, variant="tl").source
+
+
+def test_an_unknown_response_target_is_named_as_the_responses(client):
+    """It was checked only for plans with TMA descriptors, and then named plans[0].target."""
+    from legalsat.clients.triton import build_kernel
+
+    resp = _transpose_response()
+    assert all(not p.get("descriptors") for p in resp["plans"][:1])
+    assert "bogus" in _said(lambda: build_kernel({**resp, "target": "bogus"}, variant="tl"), "target")
+
+
+def test_a_kernel_pickles_after_its_first_call(client, monkeypatch):
+    """Its per-tensor caches hold weak references: `cannot pickle 'weakref.ReferenceType'`."""
+    import pickle
+
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    k = build_kernel(_transpose_response(), variant="tl")
+    src, dst = torch.randn(9, 11), torch.zeros(11, 9).t()
+    k(src, dst)
+    again = pickle.loads(pickle.dumps(k))
+    out = torch.zeros(11, 9).t()
+    again(src, out)
+    assert again.source == k.source and torch.equal(out, src)
+
+
+def test_a_wrong_call_is_said_without_the_private_method(client):
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+    from legalsat.testing.planner_suite import view
+
+    k = build_kernel(optimize({"op": {"kind": "load_tile", "src": view("float32", (64, 64)), "tile": [32, 32],
+                                      "consumer": "rows"}}), variant="tl")
+    import torch
+
+    message = _said(lambda: k(torch.zeros(64, 64), torch.zeros(32, 32)), "arguments")
+    assert "_load" not in message and "too many positional arguments" in message
+
+
+def test_a_relaid_out_plan_given_the_tensor_as_sent_names_its_relayout(client, monkeypatch):
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+
+    src_v = {"dtype": "bfloat16", "shape": [48, 46], "strides": [47, 1]}
+    dst_v = {"dtype": "bfloat16", "shape": [48, 46], "strides": [1, 49]}
+    resp = optimize({"op": {"kind": "copy", "src": src_v, "dst": dst_v},
+                     "options": {"max_plans": 5, "allow_padding": True}})
+    i = next((i for i, p in enumerate(resp["plans"]) if p.get("relayout")), None)
+    if i is None:
+        pytest.skip("no relaid-out plan for this request")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    k = build_kernel(resp, plan_index=i, variant="tl")
+    r = resp["plans"][i]["relayout"][0]
+    src = torch.as_strided(torch.zeros(48 * 47, dtype=torch.bfloat16), (48, 46), (47, 1))
+    dst = torch.as_strided(torch.zeros(49 * 46, dtype=torch.bfloat16), (48, 46), (1, 49))
+    message = _said(lambda: k(src, dst), r["side"])
+    assert f"{r['new_stride_bytes']} bytes" in message and "relayout" in message
