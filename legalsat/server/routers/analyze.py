@@ -20,7 +20,10 @@ router = APIRouter(tags=["analyses"])
 _ERRORS = error_responses(401, 408, 413, 415, 422)
 
 
-@router.post("/v1/descriptors/validate", response_model=VerdictOut, openapi_extra=json_body(DescriptorIn),
+# set fields only, as the commands write them (`model_json`): no "error": null of the command
+# line's JSON Lines answers
+@router.post("/v1/descriptors/validate", response_model=VerdictOut, response_model_exclude_unset=True,
+             openapi_extra=json_body(DescriptorIn),
              responses=_ERRORS, summary="Is this TMA descriptor legal?")
 async def validate_descriptor(request: Request, target: str | None = Query(
         None, description="hardware target (default: the server's LEGALSAT_TARGET)"),
@@ -32,7 +35,7 @@ async def validate_descriptor(request: Request, target: str | None = Query(
     return api.validate_descriptor(obj, state.settings.target if target is None else target)
 
 
-@router.post("/v1/analyze/bank-conflicts", response_model=BankReportOut,
+@router.post("/v1/analyze/bank-conflicts", response_model=BankReportOut, response_model_exclude_unset=True,
              openapi_extra=json_body(RawAccessIn, TileAccessIn), responses=_ERRORS,
              summary="Shared-memory wavefronts of a warp access")
 async def bank_conflicts(request: Request, state: ServiceState = Depends(service)) -> BankReportOut:
