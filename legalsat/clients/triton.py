@@ -487,6 +487,14 @@ class Kernel:
                 if isinstance(t, torch.Tensor) and t.element_size() != es:
                     raise _arg_error(name, f"{name} has {t.element_size()}-byte elements; the plan gathers {es}-byte "
                                      f"ones ({g.slab_bytes} bytes an entry)", "pass the tensors the plan was made for")
+            # index values step src along the plan's axis: a transposed src or one of another pitch
+            # ran, gathering other bytes than the rows the plan was made for
+            step = src.stride(g.axis) * g.unit * src.element_size() if g.axis < src.dim() else None
+            if g.index_bound > 1 and step != g.src_index_stride_bytes:
+                raise _arg_error("src", f"src steps {step} bytes along its axis {g.axis} an index value; the plan "
+                                 f"steps {g.src_index_stride_bytes} (src is {_described(src)})",
+                                 "pass the tensor the plan was made for (build the kernel from the whole response to "
+                                 "have every view checked)")
         for name, t in (("index", index), ("out", out)):
             if not isinstance(t, torch.Tensor):
                 raise _arg_error(name, f"{name} is {'None' if t is None else 'a ' + type(t).__name__}, not a "

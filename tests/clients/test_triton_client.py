@@ -660,3 +660,23 @@ def test_a_relaid_out_plan_given_the_tensor_as_sent_names_its_relayout(client, m
     dst = torch.as_strided(torch.zeros(49 * 46, dtype=torch.bfloat16), (48, 46), (1, 49))
     message = _said(lambda: k(src, dst), r["side"])
     assert f"{r['new_stride_bytes']} bytes" in message and "relayout" in message
+
+
+def test_a_gather_plan_alone_refuses_a_source_of_another_layout(client, monkeypatch):
+    """Passed alone, a gather plan ran on a transposed source or one of a wider pitch and
+    gathered other bytes than the rows it was made for; its own source matches and runs."""
+    import torch
+
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    k = build_kernel(_gather_response()["plans"][0], variant="tl")
+    index = torch.randint(0, 100, (77,))
+    out = torch.empty(77, 64, dtype=torch.bfloat16)
+    src = torch.randn(100, 64).to(torch.bfloat16)
+    k(src, index, out)
+    assert torch.equal(out.view(torch.int16), src[index].view(torch.int16))
+    transposed = torch.randn(64, 100).to(torch.bfloat16).t()
+    wide = torch.randn(100, 72).to(torch.bfloat16)[:, :64]
+    for bad in (transposed, wide):
+        assert "the plan steps 128" in _said(lambda bad=bad: k(bad, index, out), "src")
