@@ -277,15 +277,16 @@ class Code(Enum):
         self.field = field
 
     def at(self, message: str | None = None, fix: str | None = None, *, field: str | None = None,
-           index: int | None = None) -> Diagnostic:
+           index: int | None = None, limit: int | None = None, value: int | None = None) -> Diagnostic:
         """One occurrence: `message` and `fix` default to the catalogue's; `field` to the
-        code's own (legality rules)."""
+        code's own (legality rules); `limit` and `value` for a refusal by a limit."""
         return Diagnostic(self, message or self.summary, fix or self.default_fix,
-                          field if field is not None else self.field, index)
+                          field if field is not None else self.field, index, limit, value)
 
-    def error(self, message: str | None = None, fix: str | None = None, field: str | None = None) -> InputError:
-        """An InputError with this one problem."""
-        return InputError([self.at(message, fix, field=field)])
+    def error(self, message: str | None = None, fix: str | None = None, field: str | None = None, *,
+              limit: int | None = None, value: int | None = None) -> InputError:
+        """An InputError with this one problem (`limit`, `value`: see Diagnostic)."""
+        return InputError([self.at(message, fix, field=field, limit=limit, value=value)])
 
     @classmethod
     def by_id(cls, code_id: str) -> Code:
@@ -307,14 +308,22 @@ class Diagnostic:
     fix: str
     field: str | None = None
     index: int | None = None
+    # a refusal by a limit (as Triton's OutOfResources carries its): the limit and what the
+    # input asked, in the limit's unit, for a caller that adapts (splits a batch, a line)
+    limit: int | None = None
+    value: int | None = None
 
     @property
     def id(self) -> str:
         return self.code.id
 
     def to_error(self) -> dict:
-        """The error shape of every route and command: code, message, fix, field."""
-        return {"code": self.code.id, "message": self.message, "fix": self.fix, "field": self.field}
+        """The error shape of every route and command: code, message, fix, field (and, for a
+        refusal by a limit, `limit` and `value`)."""
+        out = {"code": self.code.id, "message": self.message, "fix": self.fix, "field": self.field}
+        if self.limit is not None:
+            out["limit"], out["value"] = self.limit, self.value
+        return out
 
 
 @dataclass(frozen=True)

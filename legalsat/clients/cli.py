@@ -410,7 +410,7 @@ def _optimize(args: argparse.Namespace) -> int:
         data = f.read(limit + 1)
     if len(data) > limit:
         raise Code.TOO_LARGE.error(f"the request is over {limit} bytes",
-                                   "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES")
+                                   "send a smaller request, or raise LEGALSAT_MAX_BODY_BYTES", limit=limit)
     try:
         request = _with_target(data, settings.target)
     except InputError:

@@ -78,12 +78,13 @@ def bounded_lines(f: BinaryIO, max_line_bytes: int) -> Iterable[bytes]:
                 raise Code.LINE_TOO_LONG.error(
                     f"a line of {'the input' if not isinstance(name, str) else name} runs past {ENDLESS_LINE_BYTES} "
                     "bytes without a newline: it is not JSON Lines, and reading stopped there",
-                    "pass a JSON Lines file (one request per line); the lines before it were answered")
+                    "pass a JSON Lines file (one request per line); the lines before it were answered",
+                    limit=ENDLESS_LINE_BYTES)
             line = f.readline(READ_STEP)
             if not line:
                 break
             length += len(line)
-        yield Oversize(length, head)
+        yield Oversize(length - line.endswith(b"\n"), head)  # the line's own bytes, as an in-memory line's
 
 
 def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
@@ -103,7 +104,8 @@ def process_lines(lines: Iterable[bytes], out: BinaryIO, handle: LineHandler,
             if isinstance(raw, Oversize) or len(line) > max_line_bytes:
                 length = raw.length if isinstance(raw, Oversize) else len(line)
                 raise Code.LINE_TOO_LONG.error(
-                    f"line {first_line + n} has {length} bytes; the limit is {max_line_bytes}")
+                    f"line {first_line + n} has {length} bytes; the limit is {max_line_bytes}",
+                    limit=max_line_bytes, value=length)
             if not line:
                 raise Code.EMPTY_LINE.error(f"line {first_line + n} is empty")
             answer = handle(line)

@@ -34,6 +34,10 @@ class ErrorOut(Out):
     fix: str = Field(description="what to do about it")
     field: str | None = Field(None, description="dotted path of the offending input field, list indices "
                               "as [i] (e.g. op.src.strides[1]); null when the problem is not one field's")
+    limit: int | None = Field(None, description="a refusal by a limit: the limit (bytes, values, requests or MB, "
+                              "as the message says); absent otherwise")
+    value: int | None = Field(None, description="with `limit`: what the input asked, in the limit's unit (null "
+                              "where it was not read to its end)")
 
 
 class ErrorBodyOut(ErrorOut):
@@ -260,11 +264,12 @@ def load_json(text: str | bytes, what: str = "the input", max_values: int = MAX_
     values = text.count(",") + 1  # at most this many (commas in strings count too)
     if values > max_values:
         raise Code.INVALID_INPUT.error(f"{what} holds {values} JSON values (or commas in its strings); at most "
-                                       f"{max_values}", _too_many_fix(what))
+                                       f"{max_values}", _too_many_fix(what), limit=max_values, value=values)
     containers = text.count("{") + text.count("[")  # at most this many (brackets in strings count too)
     if containers > MAX_CONTAINERS:
         raise Code.INVALID_INPUT.error(f"{what} holds {containers} JSON objects and arrays (or brackets in its "
-                                       f"strings); at most {MAX_CONTAINERS}", _too_many_fix(what))
+                                       f"strings); at most {MAX_CONTAINERS}", _too_many_fix(what),
+                                       limit=MAX_CONTAINERS, value=containers)
     try:
         marked: list[object] = []  # a repeated key or a NaN: the walk below names where
 

@@ -120,7 +120,7 @@ async def read_body(request: Request) -> bytes:
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large(limit)
+        raise too_large(limit, int(declared))
     chunks, size = [], 0
     try:
         async with asyncio.timeout(settings.body_timeout_s):

@@ -42,8 +42,9 @@ class ApiError(Exception):
     """An error response: status, catalogue code, message, fix, field, extra headers."""
 
     def __init__(self, status: int, code: Code, message: str | None = None, fix: str | None = None,
-                 field: str | None = None, headers: dict[str, str] | None = None):
-        self.detail = code.at(message, fix, field=field)
+                 field: str | None = None, headers: dict[str, str] | None = None, *, limit: int | None = None,
+                 value: int | None = None):
+        self.detail = code.at(message, fix, field=field, limit=limit, value=value)
         super().__init__(self.detail.message)
         self.status, self.headers = status, headers
         self._body: dict | None = None
@@ -64,7 +65,8 @@ class ApiError(Exception):
 
 
 def _rebuild_api_error(status: int, detail, headers: dict[str, str] | None, body: dict | None) -> ApiError:
-    out = ApiError(status, detail.code, detail.message, detail.fix, detail.field, headers)
+    out = ApiError(status, detail.code, detail.message, detail.fix, detail.field, headers, limit=detail.limit,
+                   value=detail.value)
     out._body = body
     return out
 
@@ -73,9 +75,12 @@ def error_json(status: int, body: dict, headers: dict[str, str] | None = None) -
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-def too_large(limit: int) -> ApiError:
+def too_large(limit: int, value: int | None = None) -> ApiError:
+    """413: a body over `limit` bytes (`value`: its declared length, where it declared one;
+    a body refused while it streams is not read to its end)."""
     return ApiError(413, Code.TOO_LARGE, f"the request body is over {limit} bytes",
-                    "send a smaller body (split a batch), or raise LEGALSAT_MAX_BODY_BYTES on the server")
+                    "send a smaller body (split a batch), or raise LEGALSAT_MAX_BODY_BYTES on the server",
+                    limit=limit, value=value)
 
 
 def queue_full() -> ApiError:

@@ -379,6 +379,7 @@ def test_an_oversize_batch_lines_error_keeps_its_request_id(tmp_path):
     out = [json.loads(x) for x in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert r.returncode == 4 and [o["request_id"] for o in out] == ["huge", "ok"], r.stderr
     assert out[0]["error"]["code"] == "line_too_long" and out[1]["status"] == "ok"
+    assert out[0]["error"]["value"] == len(big) and out[0]["error"]["limit"] < len(big)  # the limit, as a number
 
 
 def test_a_failing_output_is_named_with_its_flag(tmp_path):
@@ -652,7 +653,7 @@ def test_an_input_without_newlines_is_read_in_bounded_steps():
 
     f = Recorder(b"x" * 5_000_000 + b"\n{}\nlast")
     lines = list(bounded_lines(f, 1000))
-    assert isinstance(lines[0], Oversize) and lines[0].length == 5_000_001 and len(lines[0]) == 0
+    assert isinstance(lines[0], Oversize) and lines[0].length == 5_000_000 and len(lines[0]) == 0  # its own bytes, not its newline
     assert lines[1:] == [b"{}\n", b"last"] and Recorder.asked <= 1 << 20
 
 

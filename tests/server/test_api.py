@@ -97,10 +97,26 @@ def test_optimize_term_form_and_invalid_inputs_name_the_field(client):
 
 def test_body_over_the_limit_is_413(client):
     r = client.post("/v1/optimize", content=b" " * ((1 << 20) + 1), headers=JSON)
-    error(r, 413, "too_large")
-    # a chunked body without a length is counted as it arrives
+    # the limit and the declared length, as numbers a client can act on (not only in the message)
+    assert error(r, 413, "too_large") | {} == {**r.json()["error"], "limit": 1 << 20, "value": (1 << 20) + 1}
+    # a chunked body without a length is counted as it arrives: not read to its end
     r = client.post("/v1/descriptors/validate", content=iter([b" " * 65536] * 20), headers=JSON)
-    error(r, 413, "too_large")
+    body = error(r, 413, "too_large")
+    assert body["limit"] == 1 << 20 and body["value"] is None
+
+
+def test_a_refusal_by_a_limit_carries_the_limit(client):
+    """The limits were in the messages only: a client that splits a batch read them from text."""
+    from legalsat.testing.planner_suite import view
+
+    item = {"op": {"kind": "copy", "src": view("float32", (4,)), "dst": view("float32", (4,))}}
+    body = error(client.post("/v1/optimize/batch", json=[item] * 257), 422, "invalid_input")
+    assert (body["limit"], body["value"]) == (256, 257)
+    body = error(client.post("/v1/descriptors/validate", content=b"[" + b"0," * 5000 + b"0]", headers=JSON), 422,
+                 "invalid_input")
+    assert (body["limit"], body["value"]) == (4096, 5001)
+    # an error that is no limit's has neither
+    assert "limit" not in error(client.post("/v1/optimize", json={"op": 3}), 422, "invalid_input")
 
 
 def test_batch_answers_in_order_with_per_item_errors(client):

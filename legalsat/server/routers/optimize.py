@@ -70,12 +70,14 @@ async def optimize_batch(request: Request, state: ServiceState = Depends(service
                        "send [{...}, {...}]; for one request use POST /v1/optimize")
     if len(items) > limit:
         raise ApiError(422, Code.INVALID_INPUT, f"the batch has {len(items)} requests; at most {limit}",
-                       f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)")
+                       f"split it into batches of at most {limit} (LEGALSAT_MAX_BATCH_ITEMS)", limit=limit,
+                       value=len(items))
     if len(items) > state.pool.capacity:  # never accepted, however long the client waits: not a 429
         cap = state.pool.capacity
         raise ApiError(422, Code.INVALID_INPUT, f"the batch has {len(items)} requests; this service holds at most "
                        f"{cap} at once (LEGALSAT_QUEUE_SIZE places and LEGALSAT_WORKERS workers)",
-                       f"split it into batches of at most {cap}, or raise LEGALSAT_QUEUE_SIZE")
+                       f"split it into batches of at most {cap}, or raise LEGALSAT_QUEUE_SIZE", limit=cap,
+                       value=len(items))
     if len(items) > state.pool.capacity_left:
         raise queue_full()
     async with disconnection(request) as gone:
