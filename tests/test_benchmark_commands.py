@@ -135,9 +135,9 @@ def test_the_gpu_plan_check_reruns_recorded_every_plan_bit_exact():
         "small", "onebox", "dtypes", "gathers", "budget", "interleave_short", "wide", "shifted", "interleave")
     records += [(recheck, 1176), (corpora, 300)]
     # the same planner/25 responses through the kernels whose data loads take evict_last
-    for name, runs in (("recheck", 1176), ("corpora", 300)):
-        run = json.loads((root / f"gpu_plan_check_{name}_hinted.json").read_text())
-        assert run["requests"] == (recheck if name == "recheck" else corpora)["requests"]
+    for name, runs in (("recheck_hinted", 1176), ("corpora_hinted", 300), ("corpora_client_checks", 300)):
+        run = json.loads((root / f"gpu_plan_check_{name}.json").read_text())
+        assert run["requests"] == (recheck if name.startswith("recheck") else corpora)["requests"]
         records.append((run, runs))
     for run, runs in records:
         assert not run["faults"] and not run["differing"] and not run["misaligned"]

@@ -148,6 +148,12 @@ def _open_input(path: str) -> _NamedInput:
 _LEGAL = compact_json({"legal": True, "violations": []})
 
 
+def _judged_line_error(shape: Callable[[InputError], dict], err: InputError) -> bytes:
+    """An analysis' answer to a JSON Lines line it could not judge: its verdict-shaped error
+    (`shape`) and the line's number."""
+    return compact_json({**shape(err), "line": getattr(err, "line", None)})
+
+
 @functools.cache
 def _descriptor_handler(target_name: str) -> Callable[[bytes], bytes]:
     from legalsat import api
@@ -165,7 +171,7 @@ def _descriptor_handler(target_name: str) -> Callable[[bytes], bytes]:
 def _descriptor_error(err: InputError) -> bytes:
     from legalsat.schemas.descriptors import error_line
 
-    return compact_json(error_line(err, getattr(err, "line", None)))
+    return _judged_line_error(error_line, err)
 
 
 @functools.cache
@@ -184,7 +190,7 @@ def _bank_handler(target_name: str) -> Callable[[bytes], bytes]:
 def _bank_error(err: InputError) -> bytes:
     from legalsat.schemas.bank import error_line
 
-    return compact_json(error_line(err, getattr(err, "line", None)))
+    return _judged_line_error(error_line, err)
 
 
 @functools.cache
@@ -200,7 +206,7 @@ def _pipeline_handler(target_name: str) -> Callable[[bytes], bytes]:
 def _pipeline_error(err: InputError) -> bytes:
     from legalsat.schemas.protocol import error_line
 
-    return compact_json(error_line(err, getattr(err, "line", None)))
+    return _judged_line_error(error_line, err)
 
 
 @functools.cache

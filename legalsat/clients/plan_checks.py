@@ -8,7 +8,7 @@ No torch: the command line runs them too."""
 
 from __future__ import annotations
 
-from legalsat.diagnostics import Code, InputError
+from legalsat.diagnostics import InputError
 from legalsat.kernels.words import plan_error
 from legalsat.schemas.plan import PlanOut
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -43,13 +43,10 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
     one whose pieces do not cover its views once, a gather whose pieces do not move each index's
     slab once to its entry, or a tile load whose walk is not the request's. `target`: the
     response's (its descriptors are judged by that target's rules; sm90's for a plan alone)."""
-    if target is not None:  # a response's, whatever its plan holds (it was judged only with descriptors)
-        from legalsat.targets import TARGET_NAMES
+    if target is not None:  # a response's, whatever its plan holds (unknown_target: not under plans[N])
+        from legalsat.targets import resolve_target
 
-        if target not in TARGET_NAMES:  # the response's own field: not under plans[N] (not INVALID_PLAN)
-            raise Code.UNKNOWN_TARGET.error(f"the response's target {str(target)[:40]!r} is not one this client "
-                                            f"knows (it knows {', '.join(TARGET_NAMES)})", "pass the response as "
-                                            "the planner returned it, or update legalsat on this side", "target")
+        resolve_target(target, field="target")
     writes = MovementKind(plan.kind) is not MovementKind.LOAD_TILE  # a tile's stage strides may be 0 (broadcast)
     for i, p in enumerate(plan.pieces):
         if p.strategy not in (plan.strategy, Strategy.DIRECT.value):
@@ -124,11 +121,7 @@ def _check_descriptors(plan: PlanOut, target_name: str) -> None:
               for i, d in enumerate(p.descriptors or [])]
     if not found:
         return
-    try:
-        target = resolve_target(target_name, field="target")
-    except InputError:
-        raise plan_error("target", f"the response's target {str(target_name)[:40]!r} is not one this client knows",
-                         "pass the response as the planner returned it") from None
+    target = resolve_target(target_name, field="target")  # known: check_plan resolved a response's first
     if target.tma is None:
         raise plan_error("descriptors", f"a plan for {target.name} carries TMA descriptors; {target.name} has no TMA")
     for where, d in found:

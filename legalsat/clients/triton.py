@@ -186,10 +186,9 @@ def check_dense(t: torch.Tensor, name: str) -> None:
 
 
 def _check_written(t: torch.Tensor, name: str, need: int, src: torch.Tensor) -> None:
-    """A tensor the kernel writes: dense (`check_dense`), no autograd leaf (an in-place write
-    outside autograd), room for the `need` bytes the kernel writes from its first element, and
-    no memory shared with `src`, which it reads."""
-    check_dense(t, name)
+    """A tensor the kernel writes (which its call checked dense first, `check_dense`): no
+    autograd leaf (an in-place write outside autograd), room for the `need` bytes the kernel
+    writes from its first element, and no memory shared with `src`, which it reads."""
     if t.requires_grad:
         raise _arg_error(name, f"{name} requires grad: the kernel writes it in place, outside autograd",
                          f"pass {name}.detach() (or a tensor that does not require grad)")

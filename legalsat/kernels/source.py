@@ -203,7 +203,7 @@ def state_program_ranges(source: str, launches: tuple[Launch, ...] | list[Launch
 # the eviction priority of the moved data's loads in the tl copy and gather kernels: kept last
 # in L2, as Inductor keeps its transposes' loads (and its gathers' index loads). On the H100: the kernel
 # benchmark's first plans took 0.6-1.9 % less time (median 1.4 %) on all 22 workloads whose
-# same-size copy takes 60 us or more, against the run before without it, the copy within 0.5 %
+# same-size copy takes 60 us or more, against the run before without it, where copy_ moved by -0.5 to +0.4 %
 # (benchmarks/kernel_results.json against kernel_results_planner25.json); in interleaved rounds
 # (tools/hint_sweep.py --loads ,evict_last; benchmarks/hint_sweep_evict_last.json) AoS->SoA
 # 16M x 8 fp32 1.2-1.3 % faster, 16-token KV pages 0.6-1.1 %, the 7 KiB embedding 0.4-1.3 %; the

@@ -163,7 +163,7 @@ def why_not(req: PlanRequest, strategy: Strategy, stopped: str | None = None) ->
     if isinstance(m, Gather) and strategy is Strategy.SHUFFLE:
         return [Code.NOT_WARP_LOCAL.at()]
     if isinstance(m, Copy) and strategy in (Strategy.STAGED_SMEM, Strategy.SHUFFLE):
-        sides = [name for name, v in (("op.src", m.src), ("op.dst", m.dst)) if not _has_unit_stride(v)]
+        sides = [name for name, v in (("op.src", m.src), ("op.dst", m.dst)) if not v.has_contiguous_dim]
         if sides:  # the e-graph's transposes pair a stride-1 dim of each side: none is what keeps them out
             return [Code.NO_UNIT_STRIDE.at(f"{' and '.join(sides)} {'has' if len(sides) == 1 else 'have'} no dim of "
                                            f"stride 1 with more than one element, and a {strategy.value} tile pairs a "
@@ -173,10 +173,3 @@ def why_not(req: PlanRequest, strategy: Strategy, stopped: str | None = None) ->
         return [Code.NOT_REACHED.at(f"saturation stopped by its {stopped} before it found a {strategy.value} "
                                     "formulation", fix)]
     return [_NOT_OFFERED[strategy].at()]
-
-
-def _has_unit_stride(v: View) -> bool:
-    """Whether view `v` has a contiguous dim (stride 1, more than one element): all a staged or
-    shuffle transpose needs of each side. A view of one element has nothing to pair and none
-    to move apart, so it counts as having one."""
-    return all(n == 1 for n in v.shape) or any(s == 1 and n > 1 for n, s in zip(v.shape, v.strides))

@@ -176,8 +176,8 @@ def report_model(report: BankReport | TileReport) -> BankReportOut:
                                    for i, r in enumerate(report.instructions)])
 
 
-def error_line(err: InputError, line: int | None = None) -> dict:
-    """The report-shaped JSON Lines answer of input line `line` that could not be judged: null
-    counts (zero wavefronts read as an access with no conflicts)."""
+def error_line(err: InputError) -> dict:
+    """The report-shaped JSON Lines answer of a line that could not be judged (the command adds
+    its `line`): null counts (zero wavefronts read as an access with no conflicts)."""
     return {"wavefronts": None, "ideal_wavefronts": None, "conflict_ways": None, "phases": [],
-            "error": err.headline.to_error(), "line": line}
+            "error": err.headline.to_error()}

@@ -34,7 +34,7 @@ class ErrorOut(Out):
     fix: str = Field(description="what to do about it")
     field: str | None = Field(None, description="dotted path of the offending input field, list indices "
                               "as [i] (e.g. op.src.strides[1]); null when the problem is not one field's")
-    limit: int | None = Field(None, description="a refusal by a limit: the limit (bytes, values, requests or MB, "
+    limit: int | None = Field(None, description="a refusal by a limit: the limit (bytes, JSON values or requests, "
                               "as the message says); absent otherwise")
     value: int | None = Field(None, description="with `limit`: what the input asked, in the limit's unit (null "
                               "where it was not read to its end)")

@@ -156,9 +156,10 @@ def verdict_model(verdict: Verdict) -> VerdictOut:
         for v in verdict.violations])
 
 
-def error_line(err: InputError, line: int | None = None) -> dict:
-    """The verdict-shaped JSON Lines answer of input line `line` that could not be judged."""
+def error_line(err: InputError) -> dict:
+    """The verdict-shaped JSON Lines answer of a line that could not be judged (the command
+    adds its `line`)."""
     return {"legal": False,
             "violations": [{"rule": d.code.id, "field": d.field, "index": None, "message": d.message,
                             "fix": d.fix} for d in err.details],
-            "error": err.headline.to_error(), "line": line}
+            "error": err.headline.to_error()}

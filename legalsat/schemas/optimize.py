@@ -455,7 +455,7 @@ def strides_in_bytes(v: View, field: str) -> Diagnostic | None:
     spanned = [s for n, s in zip(v.shape, v.strides) if n > 1]
     es = v.esize
     # broadcast dims (stride 0) read one element whatever the unit: only nonzero strides tell
-    if es <= 1 or not any(spanned) or 1 in spanned or any(s % es for s in spanned if s):
+    if es <= 1 or not any(spanned) or v.has_contiguous_dim or any(s % es for s in spanned if s):
         return None
     elems = [s // es for s in v.strides]
     return Code.STRIDES_IN_BYTES.at(f"{field}.strides {list(v.strides)}: no dim is contiguous and every stride is a "

@@ -433,6 +433,7 @@ def verdict_model(verdict: ProtocolVerdict) -> PipelineVerdictOut:
                              fix=v.fix, op=v.op, trip_count=v.trip_count) for v in verdict.violations])
 
 
-def error_line(err: InputError, line: int | None = None) -> dict:
-    """The verdict-shaped JSON Lines answer of input line `line` that could not be judged."""
-    return {"ok": False, "violations": [], "trip_counts": [], "error": err.headline.to_error(), "line": line}
+def error_line(err: InputError) -> dict:
+    """The verdict-shaped JSON Lines answer of a line that could not be judged (the command
+    adds its `line`)."""
+    return {"ok": False, "violations": [], "trip_counts": [], "error": err.headline.to_error()}

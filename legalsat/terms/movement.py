@@ -120,6 +120,12 @@ class View:
         """Bytes per element (packed sub-byte dtypes are not movable by the planner)."""
         return self.dtype.storage_bits // 8
 
+    @property
+    def has_contiguous_dim(self) -> bool:
+        """Whether a dim of more than one element has stride 1 (a view of one element counts:
+        it has nothing to move apart)."""
+        return all(n == 1 for n in self.shape) or any(s == 1 and n > 1 for n, s in zip(self.shape, self.strides))
+
     def span_elems(self) -> int:
         """One past the largest element offset the view touches."""
         return span(self.shape, self.strides)

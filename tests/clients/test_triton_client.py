@@ -145,13 +145,18 @@ def _gather_response():
                             "axis": 0, "index": {"count": 77, "distribution": "random"}}})
 
 
-def _refused(call, field: str) -> str:
+def _refusal(call, field: str):
+    """The headline of the InputError `call` raises, which names `field`."""
     from legalsat.diagnostics import InputError
 
     with pytest.raises(InputError) as e:
         call()
     assert e.value.headline.field == field, e.value.headline
-    return e.value.headline.message
+    return e.value.headline
+
+
+def _refused(call, field: str) -> str:
+    return _refusal(call, field).message
 
 
 def test_a_gather_never_writes_or_reads_past_its_tensors(client, monkeypatch):
@@ -527,12 +532,8 @@ def test_building_a_relaid_out_plan_checks_each_form_of_its_term_once(client, mo
 
 def _said(call, field: str) -> str:
     """The message and fix of the InputError `call` raises, which names `field`."""
-    from legalsat.diagnostics import InputError
-
-    with pytest.raises(InputError) as e:
-        call()
-    assert e.value.headline.field == field, e.value.headline
-    return f"{e.value.headline.message} {e.value.headline.fix}"
+    d = _refusal(call, field)
+    return f"{d.message} {d.fix}"
 
 
 def _transpose_response(dtype: str = "float32", shape=(9, 11)):
