@@ -4,6 +4,7 @@ thread whatever the environment gives them (legalsat.planner.threads)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -54,3 +55,20 @@ def test_the_node_cap_leaves_room_by_the_data_the_limit_counts():
             "print(int(process_status()['VmData'] + 2 * cap * BYTES_PER_ENODE <= 1024 << 20))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.split()[-1] == "1", r.stderr[-2000:]
+
+
+def test_a_job_past_the_workers_memory_cap_is_refused_with_the_cap_in_bytes():
+    """A job whose allocation fails under the worker's data cap answers memory_limit with the
+    cap as its `limit` (it carried none), in a process of its own (the cap is process-wide)."""
+    code = ("import json\n"
+            "from legalsat.server import worker\n"
+            "worker.limit_memory(1024)\n"
+            "worker.JOBS['big'] = lambda payload, budget, waited: bytearray(4 << 30)\n"
+            "status, body, meta = worker.run_job('big', {})\n"
+            "print(status, body.decode())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    status, body = out.stdout.split(" ", 1)
+    err = json.loads(body)["error"]
+    assert status == "422" and err["code"] == "memory_limit", out.stdout
+    assert err["limit"] == 1024 << 20 and err["value"] is None
+    assert "1024 MiB" in err["message"] and "LEGALSAT_WORKER_MEMORY_MB" in err["fix"]
