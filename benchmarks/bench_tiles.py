@@ -11,6 +11,8 @@ timed against the plan's estimate.
     python -m benchmarks.bench_tiles run-boxes  # GPU: their walks, timed -> $OUT/tile_box_results.json
     python -m benchmarks.bench_tiles plan-small  # CPU: walks of many small tiles -> benchmarks/tile_small_plans.json
     python -m benchmarks.bench_tiles run-small  # GPU: their walks, timed -> $OUT/tile_small_results.json
+    python -m benchmarks.bench_tiles plan-edges  # CPU: tiles at the edges of TMA -> benchmarks/tile_edge_plans.json
+    python -m benchmarks.bench_tiles run-edges  # GPU: checked -> $OUT/tile_edge_results.json
     python -m benchmarks.bench_tiles report tile_results.json   # CPU: the table
     python -m benchmarks.bench_tiles calibrate tile_results.json [tile_small_results.json ...]   # CPU: fit the walk's cost facts
 
@@ -36,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 PLANS = HERE / "tile_plans.json"
 SUITE_PLANS = HERE / "tile_suite_plans.json"  # the tile loads of CuTe's and Triton's own tests
 BOX_PLANS = HERE / "tile_box_plans.json"  # one tensor, tiles of 1 to 25 TMA boxes a stage
+EDGE_PLANS = HERE / "tile_edge_plans.json"  # one-element views, tiles widened past their rows
 SMALL_PLANS = HERE / "tile_small_plans.json"  # many small tiles over large tensors: round-trip bound
 LIBRARY_PLANS = HERE / "tile_library_plans.json"  # FA3, FlashInfer, vLLM, DeepGEMM, FlashMLA, Triton, CuTe
 REPEATS = 5
@@ -79,6 +82,12 @@ def plan_small() -> None:
     from legalsat.testing.tile_workloads import small_tile_workloads
 
     _plan_into(SMALL_PLANS, small_tile_workloads())
+
+
+def plan_edges() -> None:
+    from legalsat.testing.tile_workloads import edge_tile_workloads
+
+    _plan_into(EDGE_PLANS, edge_tile_workloads())
 
 
 def plan_libraries() -> None:
@@ -339,6 +348,8 @@ if __name__ == "__main__":
         "run-boxes": lambda: run(out, None, BOX_PLANS, results_name="tile_box_results.json"),
         "plan-small": plan_small,
         "run-small": lambda: run(out, None, SMALL_PLANS, results_name="tile_small_results.json"),
+        "plan-edges": plan_edges,
+        "run-edges": lambda: run(out, None, EDGE_PLANS, timing=False, results_name="tile_edge_results.json"),
         "plan-libraries": plan_libraries,
         "run-libraries": lambda: run(out, None, LIBRARY_PLANS, timing=False, results_name="tile_library_results.json"),
         "report": lambda results: print(table(json.loads(Path(results).read_text()))),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 
 
@@ -316,6 +316,15 @@ class Diagnostic:
     @property
     def id(self) -> str:
         return self.code.id
+
+    def in_term(self) -> Diagnostic:
+        """This problem as a request given as a term has it: such a request has no `op`, so a
+        field under op is `term`, the op path said in the message ("in the term, op.tile ...")."""
+        f = self.field or ""
+        if not (f == "op" or f.startswith(("op.", "op["))):
+            return self
+        message = f"in the term, {self.message}" if self.message.startswith(f) else f"in the term ({f}): {self.message}"
+        return replace(self, message=message, field="term")
 
     def to_error(self) -> dict:
         """The error shape of every route and command: code, message, fix, field (and, for a

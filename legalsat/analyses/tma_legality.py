@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from math import prod
+from math import gcd, prod
 
 from legalsat.diagnostics import Code, Diagnostic
 from legalsat.targets import Target, TmaFacts
@@ -142,14 +142,24 @@ def _address_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
 
 # --- global dims ----------------------------------------------------------------------------
 
+def _split_fix(i: int, n: int, most: int) -> str:
+    """How to fit a dim of `n` > `most` elements: two dims whose extents multiply to n, where
+    n's power-of-two part gives them (a tensor sized in powers of two), else parts of the tensor."""
+    inner = gcd(n, 1 << (most.bit_length() - 1))
+    if n // inner <= most:
+        return (f"split dimension {i} into two dimensions: {n} = {n // inner} x {inner}, dimension {i} of {inner} "
+                f"elements and a new one of {n // inner} whose stride is {inner} times dimension {i}'s")
+    return (f"split the tensor along dimension {i} into parts of at most {most} elements, a descriptor each "
+            f"({n} has no two factors of at most {most} from its power-of-two part)")
+
+
 @rule(Code.GLOBAL_DIM_RANGE)
 def _dim_range(d: TmaDescriptor, f: TmaFacts, out: list[Found]) -> None:
     for i, n in enumerate(d.global_dim):
         if not 1 <= n <= f.max_global_dim:
             out.append((i,
                      f"global_dim[{i}] is {n}; each dimension holds 1 to 2^32 elements",
-                     "drop empty tensors before building a descriptor" if n == 0 else
-                     f"split dimension {i} into two dimensions (e.g. {n} = a x b with both <= 2^32)"))
+                     "drop empty tensors before building a descriptor" if n <= 0 else _split_fix(i, n, f.max_global_dim)))
 
 
 @rule(Code.GLOBAL_DIM_PACKED_MULTIPLE)

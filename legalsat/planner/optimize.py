@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import replace
 
 from legalsat.diagnostics import Category, Code
 from legalsat.planner import stages
@@ -43,8 +44,12 @@ from legalsat.terms.strategy import Strategy
 # skewed where the destination exceeds L2 (`skewed_stores`). /23: direct gathers of contiguous
 # slabs of 16-byte elements over 4 KiB move each slab in parts, a program each (`solve_row_parts`).
 # /24: direct copies of 16-byte words in 8 KiB blocks of 16 warps, one vector a thread.
-# /25: plain 32 KiB staged tiles of 32 warps.
-PLANNER_VERSION = "legalsat-planner/25"
+# /25: plain 32 KiB staged tiles of 32 warps. /26: TMA tile loads of one-element views,
+# inner_box_16B for a whole-dim tile whose rows do not merge with the next dim's, a tile walk dim
+# past 2^32 said in the request's terms, a tile load's why-not-TMA descriptor boxed by its tile,
+# strides_in_bytes only where bytes would give a contiguous dim, a term request's warnings naming
+# the term.
+PLANNER_VERSION = "legalsat-planner/26"
 
 
 class Clock:
@@ -158,6 +163,10 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     # a wgmma operand the best plan lands where the tensor core cannot read it: said at the top,
     # not only in its tile_load.note (a client that reads status and strategy would go on)
     unreadable = tuple(p.tile_load.note for p in plans[:1] if p.tile_load is not None and p.tile_load.note)
+    if req.from_term:  # a term request has no op: the notes name the term (Diagnostic.in_term)
+        unreadable = tuple(w.in_term() for w in unreadable)
+        plans = [replace(p, tile_load=replace(p.tile_load, note=p.tile_load.note.in_term()))
+                 if p.tile_load is not None and p.tile_load.note else p for p in plans]
     return PlanResponse(req.request_id if req.request_id is not None else uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
                         _status(plans, rejected), tuple(plans), tuple(rejected), report, clock.result(),
                         snapshot, req.warnings + unreadable)

@@ -38,20 +38,23 @@ def _inner_box(extent: int, es: int) -> int:
     return min(cdiv(extent, unit) * unit, max(unit, 128 // es))
 
 
-def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
+def natural_descriptor(view: View, target: Target, tile: tuple[int, ...] | None = None) -> list[Diagnostic]:
     """Why TMA is out for a request: the legality verdict of the descriptor a compiler would
-    write for the view as given (innermost dim first). The messages say "the view"; see
-    `_of` for the request's name of it."""
+    write for the view as given (innermost dim first), its box the view's extents (up to 256),
+    or a tile load's `tile` (a box of the view's whole extents named a box no tile load
+    asked for: 8 MB for a 1 x 1 x 1 x 1 tile). The messages say "the view"; see `_of` for the
+    request's name of it."""
     order = sorted((k for k, n in enumerate(view.shape) if n > 1), key=lambda k: view.strides[k])
     order = order or [view.rank - 1]
     if len(order) > target.tma.max_rank:
         return [Code.RANK.at(f"the view has {len(order)} dims of extent > 1 that do not coalesce; TMA takes "
                              f"at most {target.tma.max_rank}")]
     es = view.esize
+    ext = view.shape if tile is None else tile
     desc = TmaDescriptor.from_fields(
         dtype=view.dtype.tma_name, rank=len(order), global_address=placeholder_address(view.base_align),
         global_dim=[view.shape[k] for k in order], global_strides=[view.strides[k] * es for k in order[1:]],
-        box_dim=[min(view.shape[k], 256) if i else _inner_box(view.shape[k], es) for i, k in enumerate(order)],
+        box_dim=[min(ext[k], 256) if i else _inner_box(ext[k], es) for i, k in enumerate(order)],
         element_strides=[1] * len(order))
     out = []
     if view.strides[order[0]] != 1:
@@ -60,24 +63,57 @@ def natural_descriptor(view: View, target: Target) -> list[Diagnostic]:
     return out + list(check_descriptor(desc, target).violations)
 
 
+def _whole_dim_merges(m: LoadTile, k: int) -> bool:
+    """Whether a tile holding the whole contiguous dim `k` boxes as one run with the next dim:
+    that dim's stride is dim k's extent (the rows lie end to end) and the tile's rows along it
+    make whole 16-byte units, so every box starts on 16 bytes."""
+    n, es = m.src.shape[k], m.src.esize
+    return any(j != k and m.src.shape[j] > 1 and m.src.strides[j] == n and (n * m.tile[j] * es) % 16 == 0
+               for j in range(m.src.rank))
+
+
+def _one_row_widths(t: int, unit: int, es: int) -> list[int]:
+    """The widths next to `t` elements that a one-row tile lands with TMA: one power-of-two box
+    of at most 256 elements, or boxes of whole 128 bytes each (the next box's shared memory
+    starts on 128 bytes); at least a 16-byte `unit`."""
+    def lands(v: int) -> bool:
+        low = v & -v
+        return (v == low and v <= 256) or (min(low, 256) * es) % 128 == 0
+
+    below = next((v for v in range(t // unit * unit, 0, -unit) if lands(v)), None)
+    above = next(v for v in range(max(unit, -(-t // unit) * unit), 1 << 30, unit) if lands(v))
+    return [v for v in (below, above) if v]
+
+
 def tile_inner_reasons(m: LoadTile) -> list[Diagnostic]:
     """Why a tile's extent along the source's contiguous dim keeps its boxes out of TMA: a box
     holds whole 16-byte units there, and the tile walk's boxes start at multiples of the tile,
     which the hardware needs on 16-byte boundaries. A tile holding the whole dim exactly is
-    left to the descriptor's own rules (its rows may merge with the next dim's)."""
+    left to the descriptor's own rules where its rows merge with the next dim's
+    (`_whole_dim_merges`); where they do not (a row pitch wider than the row), its box is
+    the dim's width, which must be whole 16-byte units as any other."""
     es = m.src.esize
+    src = m.src
+    contiguous = [k for k, (n, s) in enumerate(zip(src.shape, src.strides)) if s == 1 and n > 1]
+    if not contiguous and all(n == 1 for n in src.shape) and src.strides[-1] == 1:
+        contiguous = [src.rank - 1]  # a view of one element: its last dim (settle_unit_strides)
     out = []
-    for k, (n, s, t) in enumerate(zip(m.src.shape, m.src.strides, m.tile)):
-        if s != 1 or t == n or (t * es) % 16 == 0:
+    for k in contiguous:
+        n, t = src.shape[k], m.tile[k]
+        if (t * es) % 16 == 0 or (t == n and _whole_dim_merges(m, k)):
             continue
         unit = 16 // es
         fits = [v for v in (t // unit * unit, t // unit * unit + unit) if v > 0]
-        if t > n:  # one box start along the dim (at 0): the box's width is what does not fit
-            message = (f"op.tile[{k}] is {t} elements ({t * es} bytes) along op.src's contiguous dim of {n}: a "
-                       "TMA box holds whole 16-byte units there")
-            fix = f"make op.tile[{k}] {n} (the whole dim)" + "".join(
-                f" or a multiple of {unit} ({' or '.join(map(str, more))})" for more in [[v for v in fits if v != n]]
-                if more)
+        if t >= n and all(u == 1 for j, u in enumerate(m.tile) if j != k):
+            fits = _one_row_widths(t, unit, es)
+        if t >= n:  # one box start along the dim (at 0): the box's width is what does not fit
+            message = (f"op.tile[{k}] is {t} element{'s' if t > 1 else ''} ({t * es} bytes) along op.src's "
+                       f"contiguous dim of {n}: a TMA box holds whole 16-byte units there")
+            whole = [n] if t != n and _whole_dim_merges(m, k) else []
+            more = [v for v in fits if v not in whole]
+            fix = f"make op.tile[{k}] " + " or ".join(
+                [f"{n} (the whole dim)"] * bool(whole) + [f"a multiple of {unit} ({' or '.join(map(str, more))}: "
+                                                          "past the dim's end the box reads zeros)"] * bool(more))
         else:
             message = (f"op.tile[{k}] is {t} element{'s' if t > 1 else ''} ({t * es} bytes) along op.src's "
                        "contiguous dim: a TMA box holds whole 16-byte units there, and a box that starts off a "
@@ -95,7 +131,8 @@ def _why_not_tma(req: PlanRequest) -> list[Diagnostic]:
     if isinstance(m, Gather):
         return [Code.GATHER_TMA.at()]
     views = [("op.src", m.src)] + ([("op.dst", m.dst)] if isinstance(m, Copy) else [])
-    reasons = [_in_request_terms(name, v, r) for name, v in views for r in natural_descriptor(v, req.target)]
+    tile = m.tile if isinstance(m, LoadTile) else None
+    reasons = [_in_request_terms(name, v, r) for name, v in views for r in natural_descriptor(v, req.target, tile)]
     if isinstance(m, LoadTile):
         reasons += tile_inner_reasons(m)
     if isinstance(m, Copy) and m.src.base_align % 16 == 0 and m.dst.base_align % 16 == 0 and not reasons:

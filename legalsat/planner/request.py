@@ -42,6 +42,7 @@ class PlanRequest:
     term_text: str
     request_id: str | None = None
     warnings: tuple[Diagnostic, ...] = ()  # valid input that is likely not what was meant
+    from_term: bool = False  # given as a term: its fields under op are said as the term's (Diagnostic.in_term)
 
     def within(self, max_timeout_ms: int | None = None, max_node_limit: int | None = None,
                timeout_cap: BudgetCap = DEADLINE_CAP) -> PlanRequest:

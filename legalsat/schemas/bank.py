@@ -134,7 +134,15 @@ def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess |
     t = model.tile
     d = ELEMENT_TYPES[t.dtype]
     rows, cols = t.shape
-    pitch = t.row_pitch_bytes if t.row_pitch_bytes is not None else cols * d.storage_bits // 8 + t.padding_bytes
+    row = cols * d.storage_bits // 8
+    if t.row_pitch_bytes is not None and t.padding_bytes and t.row_pitch_bytes != row + t.padding_bytes:
+        # two pitches, one of them would be ignored (the pipeline verifier refuses such fields too)
+        raise Code.INVALID_INPUT.error(
+            f"tile gives row_pitch_bytes {t.row_pitch_bytes} and padding_bytes {t.padding_bytes}: rows of {row} "
+            f"bytes padded so are {row + t.padding_bytes} bytes apart, not {t.row_pitch_bytes}",
+            "give one of them (row_pitch_bytes: the bytes from one row's start to the next's; padding_bytes: "
+            "the bytes after each row)", field="tile.padding_bytes")
+    pitch = t.row_pitch_bytes if t.row_pitch_bytes is not None else row + t.padding_bytes
     tile = SmemTile(d, rows, cols, pitch, Swizzle(t.swizzle))
     return TileAccess(tile, WarpPattern(model.pattern), model.vector, MemOp(model.op)), target
 

@@ -9,6 +9,7 @@ InputError naming the field and how to fix it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import prod
 from typing import Annotated, Literal
 
@@ -408,16 +409,10 @@ def parse_request(obj: object) -> PlanRequest:
     obj = {**obj, "op": op_from_sexp(obj["term"])}
     del obj["term"]
     try:
-        return _parse(obj)
+        req = _parse(obj)
     except InputError as e:  # a term request has no op: its problems are the term's, the op path said in words
-        raise InputError([_in_term(d) for d in e.details]) from None
-
-
-def _in_term(d: Diagnostic) -> Diagnostic:
-    if not (d.field == "op" or (d.field or "").startswith(("op.", "op["))):
-        return d
-    return Diagnostic(d.code, f"in the term, {d.message}" if d.message.startswith(d.field) else
-                      f"in the term ({d.field}): {d.message}", d.fix, "term", d.index)
+        raise InputError([d.in_term() for d in e.details]) from None
+    return replace(req, warnings=tuple(w.in_term() for w in req.warnings), from_term=True)
 
 
 def _parse(obj: object) -> PlanRequest:
@@ -450,12 +445,17 @@ def _parse(obj: object) -> PlanRequest:
 
 def strides_in_bytes(v: View, field: str) -> Diagnostic | None:
     """A warning when a view's strides look like byte counts: no dim it spans has stride 1,
-    and every stride is a multiple of the element size (> 1 byte). Such a view is valid (a
-    strided slice), so it is planned as given; the warning names the likely mistake."""
+    every stride is a multiple of the element size (> 1 byte; the extent-1 dims' too: torch
+    gives a column slice's [4096, 1] strides [128, 1], which are no bytes), and read as bytes
+    the view has a contiguous dim (a strided column, [4096] of stride 128, is as likely in
+    elements: its byte reading is no more regular). Such a view is valid (a strided slice), so
+    it is planned as given; the warning names the likely mistake."""
     spanned = [s for n, s in zip(v.shape, v.strides) if n > 1]
     es = v.esize
     # broadcast dims (stride 0) read one element whatever the unit: only nonzero strides tell
-    if es <= 1 or not any(spanned) or v.has_contiguous_dim or any(s % es for s in spanned if s):
+    if es <= 1 or not any(spanned) or v.has_contiguous_dim or any(s % es for s in v.strides if s):
+        return None
+    if es not in spanned:  # read as bytes, no spanned dim would be contiguous either
         return None
     elems = [s // es for s in v.strides]
     return Code.STRIDES_IN_BYTES.at(f"{field}.strides {list(v.strides)}: no dim is contiguous and every stride is a "

@@ -114,7 +114,10 @@ class BlockIn(Strict):
     def _count_not_negative(cls, v: object) -> object:
         # a literal count below 0 is no number of iterations (N + c below 0 runs none: N varies)
         if type(v) is int and v < 0:
-            raise ValueError(f"count is {v}: a block runs 0 or more iterations")
+            err = ValueError(f"count is {v}: a block runs 0 or more iterations")
+            # the schema's range for an integer count is the one start shares (-4096..4096): say the count's own
+            err.fix = 'give a count of 0 or more: an integer, "N" (the trip count) or {"n", "c"} for n*N + c'
+            raise err
         return v
 
 

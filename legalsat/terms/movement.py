@@ -184,15 +184,18 @@ def settle_unit_strides(src: View, tile: tuple[int, ...]) -> View:
     overhang), so every stride addresses the same elements; the new one is what a TMA
     descriptor takes (a row vector [1, 509] fp16 given with its 1,018-byte row pitch gets
     1,024) and sits outside every spanned dim. Other dims, and strides TMA takes, stay as
-    given."""
+    given. A view of one element has its last dim contiguous (stride 1: TMA's dim 0, which has
+    no stride), whatever stride it was given: a [1] bf16 vector took an 8-element stride and
+    lost TMA for `inner_contiguous`."""
     es = src.esize
+    inner = src.rank - 1 if all(n == 1 for n in src.shape) else None
     free = [k for k, (n, t, s) in enumerate(zip(src.shape, tile, src.strides))
-            if n == 1 and t > 1 and (s == 0 or s * es % 16)]
-    if not free:
+            if n == 1 and t > 1 and (s == 0 or s * es % 16) and k != inner]
+    if not free and (inner is None or src.strides[inner] == 1):
         return src
     words = max(1, 16 // es)  # elements per 16 bytes (es divides 16)
     pitch = cdiv(span(src.shape, src.strides), words) * words
-    strides = tuple(pitch if k in free else s for k, s in enumerate(src.strides))
+    strides = tuple(1 if k == inner else pitch if k in free else s for k, s in enumerate(src.strides))
     return View(src.dtype, src.shape, strides, src.base_align)
 
 

@@ -117,3 +117,17 @@ def test_all_violations_are_reported_not_just_the_first():
 def test_target_without_tma():
     with pytest.raises(NoTma):
         check_descriptor(desc(), resolve_target("gfx942"))
+
+
+@pytest.mark.parametrize("dim, fix", [
+    (1 << 33, "8589934592 = 2 x 4294967296"),
+    (3 << 32, "12884901888 = 3 x 4294967296"),
+    ((1 << 33) + 1, "into parts of at most 4294967296 elements"),
+])
+def test_a_dim_past_2_32_gets_a_split_that_exists(dim, fix):
+    """The fix said "e.g. n = a x b with both <= 2^32", its placeholders never filled in, also
+    where no such split exists: it now gives the split from the extent's power-of-two part, or
+    parts of the tensor."""
+    found = check_descriptor(desc(global_dim=[256, dim, 8], global_strides=[512, 512 * dim]), SM90)
+    (v,) = [v for v in found.violations if v.code.id == "global_dim.range"]
+    assert fix in v.fix and "a x b" not in v.fix and "dimension 1" in v.fix

@@ -16,9 +16,11 @@ import legalsat
 ROOT = Path(__file__).resolve().parents[2] / "benchmarks"
 TILE_RUNS = {"own": ("tile_results.json", "tile_plans.json"), "suite": ("tile_suite_results.json",
                                                                           "tile_suite_plans.json"),
-             "libraries": ("tile_library_results.json", "tile_library_plans.json")}
+             "libraries": ("tile_library_results.json", "tile_library_plans.json"),
+             # one-element views and tiles widened past their rows (bench_tiles run-edges)
+             "edges": ("tile_edge_results.json", "tile_edge_plans.json")}
 # per run: plans run at least, Gluon probes among them
-TILE_RUN_SIZES = {"own": (600, 290), "suite": (1700, 870), "libraries": (670, 334)}
+TILE_RUN_SIZES = {"own": (600, 290), "suite": (1700, 870), "libraries": (670, 334), "edges": (20, 10)}
 
 
 def _load(name: str) -> dict:

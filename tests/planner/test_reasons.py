@@ -45,7 +45,7 @@ def test_a_tile_past_the_contiguous_dim_names_its_width():
     (reason,) = _tma_reasons([16, 36], [64, 32], "bfloat16")
     assert reason["rule"] == "inner_box_16B" and "contiguous dim of 32" in reason["message"]
     assert "faults" not in reason["message"]
-    assert reason["fix"].startswith("make op.tile[1] 32 (the whole dim) or a multiple of 8 (40)")
+    assert reason["fix"].startswith("make op.tile[1] 32 (the whole dim) or a multiple of 8 (40: past the dim's end")
 
 
 def test_a_tile_holding_the_whole_dim_is_left_to_the_descriptor_rules():
@@ -159,3 +159,69 @@ def test_a_side_without_a_unit_stride_is_why_staging_is_out(src, dst, sides):
         (reason,) = next(r for r in out["rejected"] if r["strategy"] == strategy)["reasons"]
         assert reason["rule"] == "no_unit_stride" and "stride 1" in reason["fix"]
         assert reason["message"].startswith(" and ".join(sides) + (" has" if len(sides) == 1 else " have"))
+
+
+@pytest.mark.parametrize("dtype, shape, pitch, tile, fits", [
+    ("int8", [128, 24], 32, [128, 24], "16 or 32"),
+    ("bfloat16", [64, 4], 8, [16, 4], "(8: "),
+    ("float8_e4m3fn", [64, 8], 16, [32, 8], "(16: "),
+])
+def test_a_whole_dim_tile_whose_rows_lie_apart_names_its_width(dtype, shape, pitch, tile, fits):
+    """A tile holding the whole contiguous dim of rows that do not lie end to end (a wider
+    pitch) boxes as the dim's own width, off whole 16-byte units: the reason names the tile's
+    field and the widths that take TMA (it was `tma_unavailable`, no field and no fix), and
+    the widened tile, read past the dim's end as zeros, is planned TMA."""
+    def plan(t):
+        return optimize({"op": {"kind": "load_tile", "tile": t, "consumer": "rows",
+                                "src": {"dtype": dtype, "shape": shape, "strides": [pitch, 1]}}})
+
+    out = plan(tile)
+    assert [p["strategy"] for p in out["plans"]] == ["direct"]
+    (reason,) = next(r for r in out["rejected"] if r["strategy"] == "tma")["reasons"]
+    assert reason["rule"] == "inner_box_16B", reason
+    assert reason["message"].startswith(f"op.tile[1] is {tile[1]} element")
+    assert f"contiguous dim of {shape[1]}" in reason["message"] and fits in reason["fix"]
+    wider = int(reason["fix"].split("(")[1].split(":")[0].split(" or ")[-1])
+    assert plan([tile[0], wider])["plans"][0]["strategy"] == "tma"
+
+
+def test_a_tile_of_a_one_element_view_names_its_width():
+    """[1, 1] fp32 in a [1, 1] tile: 4 bytes along the view's contiguous (last) dim."""
+    out = optimize({"op": {"kind": "load_tile", "tile": [1, 1], "consumer": "rows",
+                           "src": {"dtype": "float32", "shape": [1, 1], "strides": [1, 1]}}})
+    (reason,) = next(r for r in out["rejected"] if r["strategy"] == "tma")["reasons"]
+    assert reason["rule"] == "inner_box_16B" and reason["message"].startswith("op.tile[1] is 1 element (4 bytes)")
+
+
+@pytest.mark.parametrize("shape, strides, tile, dim, most", [
+    ([8589934592], [1], [256], "op.src dim 0 holds", 1 << 32),
+    ([33554432, 256], [256, 1], [1, 256], "op.src dims [0, 1] (contiguous, so merged) hold", 1 << 24),
+])
+def test_a_tile_walk_dim_past_2_32_elements_is_said_in_the_requests_terms(shape, strides, tile, dim, most):
+    """The descriptor's rule said to split global_dim[0], which a request cannot do (its dims
+    merge back): the reason names the request's dim and the parts that take TMA, and those
+    parts are planned TMA."""
+    def plan(n):
+        return optimize({"op": {"kind": "load_tile", "tile": tile, "consumer": "rows",
+                                "src": {"dtype": "int8", "shape": [n, *shape[1:]], "strides": strides}}})
+
+    out = plan(shape[0])
+    assert [p["strategy"] for p in out["plans"]] == ["direct"]
+    (reason,) = next(r for r in out["rejected"] if r["strategy"] == "tma")["reasons"]
+    assert reason["rule"] == "global_dim.range" and reason["message"].startswith(f"{dim} 8589934592 elements")
+    assert f"at most {most} along dim 0" in reason["fix"] and "global_dim" not in reason["fix"]
+    assert plan(most)["plans"][0]["strategy"] == "tma"
+
+
+@pytest.mark.parametrize("dtype, n, widths", [("float8_e5m2", 100, [64, 128]), ("bfloat16", 300, [256, 320])])
+def test_a_one_row_tile_is_told_widths_that_land(dtype, n, widths):
+    """A one-row tile of its whole dim off 16 bytes: the widths offered are ones whose boxes land
+    (96 or 112 fp8 would be power-of-two boxes of 32 or 16 bytes, off the 128 bytes a next
+    box's shared memory starts on: refused again, as `smem_box_align`)."""
+    def plan(t):
+        return optimize({"op": {"kind": "load_tile", "tile": [t], "consumer": "rows",
+                                "src": {"dtype": dtype, "shape": [n], "strides": [1]}}})
+
+    (reason,) = next(r for r in plan(n)["rejected"] if r["strategy"] == "tma")["reasons"]
+    assert reason["rule"] == "inner_box_16B" and f"({widths[0]} or {widths[1]}:" in reason["fix"], reason
+    assert all(plan(w)["plans"][0]["strategy"] == "tma" for w in widths)

@@ -101,6 +101,24 @@ def test_an_extent_1_dim_the_tile_spans_takes_any_stride(name):
         assert plan["tile_load"]["wgmma"] is not None, plan["tile_load"]["note"]
 
 
+@pytest.mark.parametrize("src, tile", [
+    ({"dtype": "bfloat16", "shape": [1], "strides": [1]}, [64]),
+    ({"dtype": "bfloat16", "shape": [1], "strides": [4096]}, [64]),
+    ({"dtype": "float32", "shape": [1, 1], "strides": [1, 1]}, [8, 8]),
+    ({"dtype": "float8_e4m3fn", "shape": [1, 1, 1], "strides": [7, 3, 5]}, [2, 4, 16]),
+])
+def test_a_tile_of_a_one_element_view_is_tma(src, tile):
+    """A view of one element (a [1] bf16 vector, whatever strides torch gave it) has its last dim
+    contiguous: it took an 8-element stride there and was refused TMA as `inner_contiguous`
+    ("the innermost dim has stride 8" of a stride-1 view)."""
+    out = legalsat.optimize({"op": {"kind": "load_tile", "tile": tile, "consumer": "rows", "src": src}})
+    plan = out["plans"][0]
+    assert plan["strategy"] == "tma", out["rejected"]
+    (d,) = plan["descriptors"]
+    assert legalsat.validate_descriptor(d).legal and d["global_dim"] == [1] * len(tile)
+    assert plan["proof"]["verified"]
+
+
 def test_a_tma_tile_takes_few_enough_boxes_for_its_stage():
     """255 int32 rows of 7 (a 32-wide tile): power-of-two boxes of 1 row made 255 copies a
     stage, past what a stage's protocol holds (planning raised a validation error); the TMA

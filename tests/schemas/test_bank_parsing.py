@@ -71,3 +71,17 @@ def test_raw_requests_outside_what_the_hardware_has_are_named(change, field):
     with pytest.raises(InputError) as e:
         legalsat.analyze_bank_conflicts(req)
     assert e.value.headline.field == field and e.value.headline.fix
+
+
+def test_a_tile_with_two_pitches_that_disagree_is_refused_by_its_padding():
+    """row_pitch_bytes 128 with padding_bytes 2 for a [64, 64] bf16 tile: the padding was
+    ignored in silence (rows of 128 bytes padded by 2 are 130 apart); pitches that agree pass."""
+    def tile(**pitches):
+        return {"op": "load", "pattern": "rows", "vector": 8,
+                "tile": {"dtype": "bfloat16", "shape": [64, 64], **pitches}}
+
+    with pytest.raises(InputError) as e:
+        legalsat.analyze_bank_conflicts(tile(padding_bytes=2, row_pitch_bytes=128))
+    assert e.value.headline.field == "tile.padding_bytes" and "130" in e.value.headline.message
+    agree = legalsat.analyze_bank_conflicts(tile(padding_bytes=16, row_pitch_bytes=144))
+    assert agree == legalsat.analyze_bank_conflicts(tile(padding_bytes=16))

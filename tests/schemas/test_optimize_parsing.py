@@ -397,3 +397,19 @@ def test_the_schema_offers_only_consumer_elements_the_planner_takes():
 
     listed = [e for es in enums(OptimizeRequest.model_json_schema()) for e in es if e is not None]
     assert listed and not [e for e in listed if ELEMENT_TYPES[e].packed]
+
+
+@pytest.mark.parametrize("request_obj, code", [
+    ({"term": "(load_tile (view bfloat16 (64 64) (64 1) 16) (1 1) wgmma_a)"}, "wgmma_unreadable"),
+    ({"term": "(copy (view bfloat16 (64 96) (192 2) 16) (view bfloat16 (64 96) (96 1) 16))"}, "strides_in_bytes"),
+])
+def test_a_term_requests_warnings_name_the_term(request_obj, code):
+    """A term request has no op: its warnings, as its errors, name `term` and say the op path
+    in the message (they named op.tile, op.src.strides: fields the request does not have)."""
+    from legalsat.api import optimize
+
+    out = optimize(request_obj)
+    (w,) = [w for w in out["warnings"] if w["code"] == code]
+    assert w["field"] == "term" and w["message"].startswith("in the term"), w
+    notes = [p["tile_load"]["note"] for p in out["plans"] if p.get("tile_load") and p["tile_load"].get("note")]
+    assert all(n.startswith("in the term") for n in notes)

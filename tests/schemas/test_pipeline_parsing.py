@@ -278,3 +278,14 @@ def test_every_protocol_a_plan_returns_is_accepted_back_and_verifies():
     protocols = [a["protocol"] for r in reqs for p in legalsat.optimize(r)["plans"]
                  for a in [p.get("async"), *(q.get("async") for q in p.get("pieces", []))] if a and a.get("protocol")]
     assert len(protocols) >= 4 and all(legalsat.verify_pipeline(json.loads(json.dumps(p))).ok for p in protocols)
+
+
+def test_a_negative_block_count_gets_the_counts_own_fix():
+    """A count of -5 was told to keep to the range the JSON Schema states, which (shared with
+    `start`) takes -4096 to 4096."""
+    proto = {"barriers": [{"name": "full", "count": 1}],
+             "roles": [{"name": "p", "blocks": [{"count": -5, "ops": [{"op": "arrive", "bar": "full"}]}]}]}
+    with pytest.raises(InputError) as e:
+        legalsat.verify_pipeline(proto)
+    assert e.value.headline.field == "roles[0].blocks[0].count"
+    assert "0 or more" in e.value.headline.fix and "JSON Schema" not in e.value.headline.fix

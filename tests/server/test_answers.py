@@ -99,6 +99,15 @@ def test_strides_given_in_bytes_get_a_warning(client):
     clean = client.post("/v1/optimize", json={"op": {"kind": "copy", "src": view("bfloat16", [64, 96]),
                                                      "dst": permuted("bfloat16", [64, 96], [1, 0])}})
     assert not clean.json().get("warnings")
+    # torch's strides of a column slice ([4096, 1] of a [4096, 128] tensor: the extent-1 dim's
+    # stride 1 is no byte count), a strided column and a broadcast one (read as bytes, no dim of
+    # them would be contiguous either): no warning (each had one, the first "[64, 0]")
+    for odd in ({"shape": [4096, 1], "strides": [128, 1]}, {"shape": [4096], "strides": [128]},
+                {"shape": [4096, 128], "strides": [128, 0]}):
+        src = {"dtype": "bfloat16", **odd}
+        r = client.post("/v1/optimize", json={"op": {"kind": "copy", "src": src,
+                                                     "dst": view("bfloat16", odd["shape"])}})
+        assert r.status_code == 200 and not r.json().get("warnings"), (odd, r.json().get("warnings"))
     # an all-broadcast source (strides 0) has no stride that could be bytes
     bcast = {"dtype": "bfloat16", "shape": [64, 96], "strides": [0, 0]}
     r = client.post("/v1/optimize", json={"op": {"kind": "copy", "src": bcast, "dst": view("bfloat16", [64, 96])}})

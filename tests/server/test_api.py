@@ -278,6 +278,9 @@ def test_a_path_parameter_is_named_as_the_route_names_it(client):
     """An e-graph id past 64 characters was named `path.egraph_id` (FastAPI's location), one
     within them `egraph_id`."""
     error(client.get("/v1/egraphs/" + "a" * 65), 422, "invalid_input", "egraph_id")
+    # past an id's 32 characters the fix says so (it said "at most 64", and 33 to 64 were refused)
+    assert "at most 32 characters" in error(client.get("/v1/egraphs/" + "a" * 40), 422, "invalid_input",
+                                            "egraph_id")["fix"]
     # an id of no form the service hands out was "no kept e-graph has id ..." (404)
     error(client.get("/v1/egraphs/" + "a" * 64), 422, "invalid_input", "egraph_id")
     assert "'" + "a" * 32 + "'" in error(client.get("/v1/egraphs/" + "A" * 32), 422, "invalid_input")["fix"]

@@ -174,9 +174,12 @@ def wgmma_operand(m: LoadTile, layout: StageLayout) -> tuple[WgmmaOperand | None
     landed = {k for d in layout.dims for k, _ in d.parts}
     once = [k for k, (n, s, t) in enumerate(zip(m.src.shape, m.src.strides, m.tile)) if s == 0 and n > 1 and t > 1
             and k not in landed]
-    if once:  # a broadcast dim loaded once: the stage holds one of its rows, the matrix reads them all
-        return unreadable(f"op.src.strides[{once[0]}]", f"op.src dim {once[0]} is a broadcast (stride 0): the plan "
-                          "loads its one row once, so the stage holds no 8-row groups a wgmma descriptor can address",
+    if once:  # a broadcast dim loaded once: the stage holds one copy, the matrix reads each as rows of its own
+        k = once[0]
+        return unreadable(f"op.src.strides[{k}]", f"op.src dim {k} is a broadcast (stride 0): the plan loads what "
+                          f"its {m.tile[k]} tile indices repeat once, so the stage holds one copy, where the "
+                          f"operand's {mat.rows} x {mat.cols} matrix reads every copy as rows (or columns) of its "
+                          "own: no wgmma descriptor addresses the ones the stage does not hold",
                           "materialise the broadcast before loading (e.g. expand(...).contiguous()), or load the "
                           "operand from a view that repeats the row in memory")
     k_width = K_BITS // (8 * eb)
@@ -394,6 +397,25 @@ def vector_bytes(m: LoadTile, dims: list[WalkDim]) -> int:
 MAX_TMA_BOXES = 64
 
 
+def _check_dim_range(m: LoadTile, dims: list[WalkDim], target: Target) -> None:
+    """A walk dim past the descriptor's largest dim (2^32 elements), in the request's terms:
+    the walk's dims are not split in two (a tile position's coordinate would then be a
+    quotient and a remainder), so the request's own dims are what to change. Raises
+    Infeasible naming the request dim."""
+    for d in dims:
+        if d.extent <= target.tma.max_global_dim:
+            continue
+        members = [k for k, _ in d.parts] or [k for k, _ in d.coords]
+        k = members[0]
+        merged = f"op.src dims {members} (contiguous, so merged) hold" if len(members) > 1 else f"op.src dim {k} holds"
+        most = target.tma.max_global_dim // math.prod(m.src.shape[j] for j in members[1:])
+        raise Infeasible([Code.GLOBAL_DIM_RANGE.at(
+            f"{merged} {d.extent} elements; a TMA descriptor dim holds at most 2^32, and a tile walk's dims are "
+            "not split",
+            f"load op.src in parts of at most {most} along dim {k} (a request each: a slice's view of it), or use "
+            "the plan's direct candidate", field=f"op.src.shape[{k}]")])
+
+
 def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
     """(plan-level fields, TileLoadPlan, estimated us, prover) of a tile-load candidate."""
     es = m.src.esize
@@ -423,6 +445,7 @@ def build_load_tile(form: Formulation, m: LoadTile, smem: int, target: Target):
     boxes = _boxes(tuple(d.tile for d in dims), choice.box, choice.layout, es)
     descriptors, pipe = (), None
     if strategy is Strategy.TMA:
+        _check_dim_range(m, dims, target)
         desc = checked(TmaDescriptor.from_fields(
             dtype=m.src.dtype.tma_name, rank=len(dims), global_address=placeholder_address(m.src.base_align),
             global_dim=[d.extent for d in dims], global_strides=[d.stride * es for d in dims[1:]],

@@ -98,7 +98,7 @@ async def _page(request: Request, state: ServiceState, egraph_id: str, view: dic
 
 
 _PathId = Path(description="egraph.id of an optimize response made with options.keep_egraph (32 lowercase "
-               "hexadecimal characters)", max_length=64, json_schema_extra={"pattern": "^[0-9a-f]{32}$"})
+               "hexadecimal characters)", max_length=32, json_schema_extra={"pattern": "^[0-9a-f]{32}$"})
 
 
 @router.get("/{egraph_id}", response_model=EgraphDoc, responses=_ERRORS, summary="A kept e-graph as JSON")
