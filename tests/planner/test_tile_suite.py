@@ -133,3 +133,14 @@ def test_a_tma_tile_takes_few_enough_boxes_for_its_stage():
         out = optimize({"op": op, "options": {"max_plans": 5}})
         tma = [p for p in out["plans"] if p["strategy"] == "tma"]
         assert tma and all(len(p["tile_load"]["boxes"]) <= MAX_TMA_BOXES for p in tma), out["rejected"]
+
+
+def test_a_broadcast_wgmma_operand_says_the_stage_holds_one_copy():
+    """A [2, 64, 64] operand whose outer dim is a broadcast, in [2, 32, 64] tiles: the stage
+    holds 32 rows once, the 64 x 64 matrix reads rows 32-63 as a second copy. The note said the
+    plan loads "its one row once" and the stage holds no 8-row groups, which was not so."""
+    out = legalsat.optimize({"op": {"kind": "load_tile", "tile": [2, 32, 64], "consumer": "wgmma_a",
+                                    "src": {"dtype": "bfloat16", "shape": [2, 64, 64], "strides": [0, 64, 1]}}})
+    (w,) = [w for w in out["warnings"] if w["code"] == "wgmma_unreadable"]
+    assert w["field"] == "op.src.strides[0]" and "one copy" in w["message"] and "64 x 64" in w["message"]
+    assert "one row once" not in w["message"]
