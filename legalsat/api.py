@@ -57,7 +57,9 @@ def optimize(request: object, **caps) -> dict:
 
 def dump_stages(request: object, until: str = "verify") -> dict:
     """Run the planner's named stages one at a time up to `until` (saturate, extract, solve,
-    verify) and return each stage's output as JSON-able data (`legalsat optimize --stage`)."""
+    verify) and return each stage's output as JSON-able data (`legalsat optimize --stage`).
+    Each stage runs whole: the request's `timeout_ms` is not applied (a dump is for reading
+    every stage's output; `optimize` answers within the budget)."""
     if until not in stages.STAGES:
         raise Code.INVALID_INPUT.error(f"unknown stage {until!r}", f"use one of: {', '.join(stages.STAGES)}", "stage")
     req = parse_request(request)

@@ -8,6 +8,8 @@ non-overlapping iff its index -> offset map is injective.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 
 def _nested(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     span = 0  # largest offset reachable with the dims seen so far
@@ -31,3 +33,22 @@ def overlaps(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
     off = " + ".join(f"{s}*{d}" for d, s in zip(dims, strides))
     m = isl.Map(f"{{ [{', '.join(dims)}] -> [{off}] : {bounds} }}")
     return not m.is_injective()
+
+
+@lru_cache(maxsize=256)
+def views_meet(a: tuple[int, tuple[int, ...], tuple[int, ...], int],
+               b: tuple[int, tuple[int, ...], tuple[int, ...], int]) -> bool:
+    """True iff some byte of view `a` is a byte of view `b`; each view is (start byte, shape,
+    strides in bytes (all >= 0), element bytes), both in one address frame. Exact (islpy), for
+    views whose byte ranges overlap: every other column of one buffer and the columns between
+    them share no byte, though each spans the other."""
+    import islpy as isl
+
+    def bytes_of(name: str, view: tuple[int, tuple[int, ...], tuple[int, ...], int]) -> isl.Set:
+        start, shape, strides, es = view
+        dims = [f"{name}{k}" for k in range(len(shape))] + [f"{name}e"]
+        bounds = [f"0 <= {d} < {n}" for d, n in zip(dims, [*shape, es])]
+        off = " + ".join([str(start), *(f"{s}*{d}" for d, s in zip(dims, strides)), dims[-1]])
+        return isl.Set(f"{{ [x] : exists ({', '.join(dims)} : x = {off} and {' and '.join(bounds)}) }}")
+
+    return not bytes_of("a", a).intersect(bytes_of("b", b)).is_empty()

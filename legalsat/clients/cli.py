@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from legalsat.clients.entry import EXIT_INTERRUPTED
-from legalsat.diagnostics import Code, InputError, internal_error
+from legalsat.diagnostics import Code, InputError, internal_error, shown
 from legalsat.schemas.base import compact_json, model_json
 from legalsat.settings import COMMAND_LINE_SETTINGS, Settings, get_settings, redacted
 
@@ -381,23 +381,31 @@ def _json_lines_hint(data: bytes, name: str, command: str = "optimize") -> None:
     """Raise a clear error when what did not parse as one JSON value is a JSON Lines file
     (several requests, or `batch`'s answers) given to `optimize` or `emit`."""
     from legalsat.schemas.base import load_json
+    from legalsat.schemas.validation import STREAM_COMMANDS, input_kind
 
     lines = [ln for ln in data.splitlines() if ln.strip()]
     if len(lines) < 2:
         return
     try:
-        for ln in lines[:3]:
-            load_json(ln)
+        first = [load_json(ln) for ln in lines[:3]]
     except InputError:
         return
     where = "stdin" if name == "-" else name
+    kind = input_kind(first[0])
+    stream = STREAM_COMMANDS.get(kind)  # responses (batch's output) have none: `emit` takes one of them
+    if stream is not None and not (command == "optimize" and kind == "optimize"):
+        # another command's inputs (descriptors given to optimize, requests to emit): the command that takes them
+        raise Code.INVALID_JSON.error(
+            f"{where} holds {len(lines)} lines of JSON Lines, the first a {kind} input, not one "
+            f"{'request' if command == 'optimize' else 'response'}",
+            f"answer them all with `legalsat {stream} {name}` (one answer per line, in order)")
     if command == "emit":
         raise Code.INVALID_JSON.error(
-            f"{where} holds {len(lines)} JSON lines, not one response: `emit` turns one optimize response "
+            f"{where} holds {len(lines)} lines of JSON Lines, not one response: `emit` turns one optimize response "
             "(or one plan) into a kernel",
             f"pick one line, e.g. `sed -n 2p {name} | legalsat emit -` for the second")
     raise Code.INVALID_JSON.error(
-        f"{where} holds {len(lines)} JSON lines, not one request: `optimize` plans one JSON object",
+        f"{where} holds {len(lines)} lines of JSON Lines, not one request: `optimize` plans one JSON object",
         f"plan them all with `legalsat batch {name} -o OUT.jsonl` (one answer per line, in order), "
         "or pass one request")
 
@@ -433,6 +441,9 @@ def _optimize(args: argparse.Namespace) -> int:
     if args.stage:
         from legalsat.api import dump_stages
 
+        if isinstance(options, dict) and "timeout_ms" in options:
+            print(f"legalsat: note: --stage runs each stage whole; the request's timeout_ms "
+                  f"({shown(options['timeout_ms'])}) applies to its answer without --stage", file=sys.stderr)
         sys.stdout.write(json.dumps(dump_stages(request, args.stage), indent=None if args.compact else 2) + "\n")
         return 0
     out = optimize(request)
@@ -526,7 +537,8 @@ def _batch(args: argparse.Namespace) -> int:
                 raw.close()
     if not args.quiet:
         took = time.monotonic() - start
-        print(f"legalsat batch: {lines} lines answered, {out.errors} errors, {took:.1f} s "
+        print(f"legalsat batch: {lines} line{'s' * (lines != 1)} answered, {out.errors} "
+              f"error{'s' * (out.errors != 1)}, {took:.1f} s "
               f"({lines / took if took > 0 else 0:.1f} lines/s)", file=sys.stderr)
     return BATCH_LINES_FAILED if out.errors else 0
 
@@ -542,7 +554,15 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _emit(args: argparse.Namespace) -> int:
     from legalsat.clients.plan_checks import check_plan, check_request
-    from legalsat.kernels import default_variant, emit, fields_as_passed, response_target, select_plan
+    from legalsat.kernels import (
+        GLUON_FORMS,
+        check_gluon_target,
+        default_variant,
+        emit,
+        fields_as_passed,
+        response_target,
+        select_plan,
+    )
     from legalsat.schemas.base import load_json
 
     limit = _settings({}, uses_target=False, reads=frozenset({"max_body_bytes"})).max_body_bytes
@@ -557,6 +577,7 @@ def _emit(args: argparse.Namespace) -> int:
     except InputError:
         _json_lines_hint(text, args.file, "emit")  # batch's output, the likelier mistake when it is one
         raise
+    check_gluon_target(args.variant, response_target(obj), "--variant")
     plan, op = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
     with fields_as_passed(obj, args.plan):
         # what build_kernel checks before it builds: the same plans fail here
@@ -569,9 +590,8 @@ def _emit(args: argparse.Namespace) -> int:
         emitted = emit(plan, variant)
     sys.stdout.write(emitted.source)
     if emitted.variant != variant:  # asked for Gluon, given tl: said even with --quiet
-        print(f"# the plan's {emitted.strategy} pieces have no Gluon form (Gluon kernels are emitted for TMA "
-              "pieces of 2-D or wider boxes of 128 bytes or more, and for gathers along an inner axis whose "
-              f"source rows are contiguous): this is its {emitted.variant} kernel", file=sys.stderr)
+        print(f"# the plan's {emitted.strategy} pieces have no Gluon form (Gluon kernels are emitted for "
+              f"{GLUON_FORMS}): this is its {emitted.variant} kernel", file=sys.stderr)
     if not args.quiet:
         for ln in emitted.launches:
             grid = ln.grid if ln.grid != "persistent" else f"persistent over {ln.tiles} tiles"
@@ -735,6 +755,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--target", default=None, help="default target (LEGALSAT_TARGET, default sm90)")
     sv.add_argument("--log-level", default=None, help="uvicorn log level (LEGALSAT_LOG_LEVEL, default info)")
     sv.set_defaults(run=_serve)
+    for command in sub.choices.values():  # an argument a command does not take: its own usage (see main)
+        command.set_defaults(command_parser=command)
     return p
 
 
@@ -748,7 +770,10 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `legalsat` script; returns the process exit code."""
     import signal
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # the top-level parser would show its own usage for a subcommand's stray argument
+        args.command_parser.error(f"unrecognized arguments: {' '.join(extra)}")
     run: Callable[[argparse.Namespace], int] = args.run
     if sys.stdout is None:  # started with stdout closed (`>&-`)
         print("legalsat: stdout is closed\n  fix: give the command somewhere to write (a file, a pipe, "

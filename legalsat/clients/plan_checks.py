@@ -8,6 +8,8 @@ No torch: the command line runs them too."""
 
 from __future__ import annotations
 
+from math import prod
+
 from legalsat.diagnostics import InputError
 from legalsat.kernels.words import plan_error
 from legalsat.schemas.plan import PlanOut
@@ -57,6 +59,8 @@ def check_plan(plan: PlanOut, request_op: dict | None, target: str | None = None
                 raise plan_error(f"pieces[{i}].dims[{j}].dst_stride", f"a destination stride of 0 along a dim of "
                                  f"{d.extent} writes one element {d.extent} times (racing writes): no plan of the "
                                  "planner's has one", "send the plan as the planner returned it")
+    if MovementKind(plan.kind) is MovementKind.GATHER and plan.gather is not None and request_op is None:
+        _check_entries_apart(plan.gather)  # with the request: check_gather_request compares every field
     _check_descriptors(plan, target or "sm90")
     if request_op is not None and MovementKind(plan.kind) is MovementKind.COPY:
         src, dst = request_op.get("src"), request_op.get("dst")
@@ -105,6 +109,27 @@ def check_gather_request(g, op: dict) -> None:
         if (list(have) if isinstance(have, (list, tuple)) else have) != value:
             raise plan_error(f"gather.{name}", f"gather.{name} is {have}; the request's gives {value}: the plan is "
                              "not the request's", "plan the request again")
+
+
+def _check_entries_apart(g) -> None:
+    """A gather plan alone: its entries land in `out` (contiguous, `out_shape`) one entry's
+    `unit` positions apart along the axis, so that no two entries write one byte: an
+    `out_index_stride_bytes` of another value (0: every entry onto the first) is no plan of the
+    planner's."""
+    out = list(g.out_shape)
+    count = g.index_count
+    if count < 2 or not out or g.axis >= len(out) or prod(out) % count:
+        return  # nothing to race, or fields check_gather_request and the kernel's own checks name
+    slab_elems = prod(out) // count
+    if not slab_elems or g.slab_bytes % slab_elems:
+        return
+    want = prod(out[g.axis + 1:]) * g.unit * (g.slab_bytes // slab_elems)
+    if g.out_index_stride_bytes != want:
+        raise plan_error("gather.out_index_stride_bytes",
+                         f"gather.out_index_stride_bytes is {g.out_index_stride_bytes}; entries of out_shape "
+                         f"{out} lie {want} bytes apart along axis {g.axis}"
+                         + (" (entries would write over each other)" if g.out_index_stride_bytes < want else ""),
+                         "send the plan as the planner returned it")
 
 
 def _check_descriptors(plan: PlanOut, target_name: str) -> None:

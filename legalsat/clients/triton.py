@@ -28,9 +28,17 @@ from pathlib import Path
 
 import torch
 
+from legalsat.analyses.overlap import views_meet
 from legalsat.clients.plan_checks import check_plan, check_request, check_term, view_bytes
 from legalsat.diagnostics import Code, InputError
-from legalsat.kernels import default_variant, emit, fields_as_passed, response_target, select_plan
+from legalsat.kernels import (
+    check_gluon_target,
+    default_variant,
+    emit,
+    fields_as_passed,
+    response_target,
+    select_plan,
+)
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
@@ -89,13 +97,18 @@ def _sm_count(dev: torch.device) -> int:
     """Streaming multiprocessors of a device (persistent kernels launch a multiple of them)."""
     return torch.cuda.get_device_properties(dev).multi_processor_count
 
+
 def words(t: torch.Tensor, word: int, offset: int = 0, name: str = "src") -> torch.Tensor:
     """A 1-D view of `word`-byte integers starting `offset` words after t's first element,
     reaching to the end of its storage."""
     start = t.storage_offset() * t.element_size()
     if (t.data_ptr() + offset * word) % word:
+        # a request states src's and dst's alignment (base_align); a gather's out and index it does not
+        fix = (f"plan the request with the tensor's real alignment (op.{name}.base_align), or pass {name}.clone()"
+               if name in ("src", "dst") else f"pass {name} aligned to {word} bytes (as a tensor torch allocates "
+               f"is: {name}.clone() of a view that is not)")
         raise _arg_error(name, f"{name} starts at an address that is not {word}-byte aligned; the plan moves "
-                         f"{word}-byte words", "plan the request with the tensor's real base_align")
+                         f"{word}-byte words", fix)
     storage = t.untyped_storage()
     if (start + offset * word) % word:  # torch views words only from a storage offset of whole words
         raise _arg_error(name, f"{name} is aligned, but the memory block it lies in does not start on a {word}-byte "
@@ -163,10 +176,14 @@ def _check_apart(a: torch.Tensor, b: torch.Tensor, a_name: str, b_name: str) -> 
     (a0, a1), (b0, b1) = _extent_bytes(a), _extent_bytes(b)
     shift = a.untyped_storage().data_ptr() - b.untyped_storage().data_ptr()  # a's bytes in b's storage's frame
     a0, a1 = a0 + shift, a1 + shift
-    if a0 < b1 and b0 < a1:
-        raise _arg_error(b_name, f"{a_name} and {b_name} share memory ({min(a1, b1) - max(a0, b0)} bytes): the "
-                         f"kernel would read what it has overwritten",
-                         f"pass {b_name} in memory of its own (clone {a_name} first if they must overlap)")
+    if a0 < b1 and b0 < a1 and views_meet((a0, tuple(a.shape), tuple(s * a.element_size() for s in a.stride()),
+                                           a.element_size()),
+                                          (b0, tuple(b.shape), tuple(s * b.element_size() for s in b.stride()),
+                                           b.element_size())):
+        # (ranges that overlap, of views that interleave without a common byte, pass: views_meet)
+        raise _arg_error(b_name, f"{a_name} and {b_name} share memory: the kernel would read what it has "
+                         "overwritten", f"pass {b_name} in memory of its own (clone {a_name} first if they must "
+                         "overlap)")
 
 
 def check_dense(t: torch.Tensor, name: str) -> None:
@@ -177,12 +194,13 @@ def check_dense(t: torch.Tensor, name: str) -> None:
     if t.layout is not torch.strided:
         raise _arg_error(name, f"{name} is a {str(t.layout).removeprefix('torch.')} tensor; the kernel moves a dense "
                          "strided tensor's memory", f"pass {name}.to_dense()")
-    for bit, is_set, resolve in (("conjugate", t.is_conj(), "resolve_conj"), ("negative", t.is_neg(), "resolve_neg")):
+    for bit, verb, is_set, resolve in (("conjugate", "conjugation", t.is_conj(), "resolve_conj"),
+                                       ("negative", "negation", t.is_neg(), "resolve_neg")):
         if is_set:
             raise _arg_error(name, f"{name} has PyTorch's lazy {bit} bit set: its memory holds the values before "
-                             f"that {bit[:3]}, which the kernel would move as they are",
+                             f"the {verb}, which the kernel would move as they are",
                              f"pass {name}.{resolve}() (an output: a tensor without the bit, then apply the "
-                             f"{bit[:3]} to it)")
+                             f"{verb} to it)")
 
 
 def _check_written(t: torch.Tensor, name: str, need: int, src: torch.Tensor) -> None:
@@ -708,6 +726,7 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     plans), or "auto": `legalsat.kernels.default_variant` (Gluon for straight TMA copies on an
     sm90 GPU, tl otherwise).
     Raises InputError naming the plan field when the plan cannot become a kernel."""
+    check_gluon_target(variant, response_target(plan), "variant")
     p, op = select_plan(plan, plan_index)
     with fields_as_passed(plan, plan_index):
         op = _relaid_out(op, p)

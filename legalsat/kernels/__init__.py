@@ -148,6 +148,24 @@ def response_target(obj: object) -> str | None:
     return getattr(obj, "target", None) if isinstance(obj, OptimizeResponse) else None
 
 
+# the target the Gluon kernels are written for (hopper TMA, mbarriers, wgmma)
+GLUON_TARGET = "sm90"
+# what has a Gluon form, for the messages that say a plan has none
+GLUON_FORMS = ("TMA pieces of 2-D or wider boxes of 128 bytes or more, gathers along an inner axis whose source "
+               "rows are contiguous, and shuffle plans in interleave form")
+
+
+def check_gluon_target(variant: str, target: str | None, field: str) -> None:
+    """Refuse the Gluon variant for a response planned for another target than sm90 (its
+    kernels are Hopper's: TMA, mbarriers, wgmma); `field` names what asked for it. A plan
+    alone (target None) is taken as sm90's."""
+    if variant == "gluon" and target is not None and target != GLUON_TARGET:
+        raise Code.INVALID_INPUT.error(f"the gluon variant is written for {GLUON_TARGET} (Hopper's TMA and "
+                                       f"mbarriers); this response was planned for {target}",
+                                       "use the tl variant (or auto), which runs on any GPU Triton targets",
+                                       field)
+
+
 def _request_op(response_term: object, plan: PlanOut) -> dict:
     """The request's op (src/dst views) from a response's s-expression term; an InputError
     naming `term` where it is not one `plan` can have come from (another kind of movement, an

@@ -15,7 +15,7 @@ from legalsat.analyses.bank_conflicts import BankReport
 from legalsat.analyses.smem_layout import TileReport
 from legalsat.diagnostics import Code, InputError, shown
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
-from legalsat.schemas.validation import details_from_validation, naming_other_input
+from legalsat.schemas.validation import details_from_validation, input_kind, naming_other_input
 from legalsat.targets import Target, resolve_target
 from legalsat.terms.descriptor import Swizzle
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -121,6 +121,13 @@ def parse_bank_request(obj: object, default_target: str) -> tuple[SharedAccess |
                                        'send {"access_bytes", "op", "addresses"} or {"tile", "pattern", "vector"}')
     else:
         cls = TileAccessIn if "tile" in obj or "pattern" in obj else RawAccessIn
+        if input_kind(obj) is None and \
+                not set(obj) & (set(RawAccessIn.model_fields) | set(TileAccessIn.model_fields)) - {"target", "op"}:
+            # nothing tells the form (nor another command's input): both named, not the raw form's first missing field
+            raise Code.INVALID_INPUT.error(
+                "the request has none of a bank-conflict request's fields",
+                'send {"access_bytes", "op", "addresses"} (one warp instruction) or {"tile", "pattern", "vector"} '
+                "(a tile walked by a warp pattern)")
         try:
             model = cls.model_validate(obj)
         except ValidationError as e:

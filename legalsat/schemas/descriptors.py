@@ -11,7 +11,7 @@ from legalsat.analyses.tma_legality import Verdict
 from legalsat.diagnostics import Code, InputError
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input
 from legalsat.schemas.validation import details_from_validation, naming_other_input
-from legalsat.targets import TARGETS
+from legalsat.targets import TARGET_NAMES, TARGETS
 from legalsat.terms.descriptor import (
     UINT32_MAX,
     UINT64_MAX,
@@ -67,13 +67,15 @@ class DescriptorIn(Strict):
     def to_term(self) -> TmaDescriptor:
         """The core descriptor; raises InputError when list lengths disagree with the rank."""
         rank = len(self.global_dim) if self.rank is None else self.rank
-        es = [1] * len(self.box_dim) if self.element_strides is None else self.element_strides
         if self.rank is not None and self.rank != len(self.global_dim) and not 1 <= self.rank <= MAX_TMA_RANK:
             # a rank no descriptor has is the mistake, not the lists that disagree with it
             raise Code.INVALID_INPUT.error(f"rank is {self.rank} but global_dim has {len(self.global_dim)} entries; "
                                            f"TMA descriptors have 1 to {MAX_TMA_RANK} dimensions",
                                            f"give rank {len(self.global_dim)} (one per global_dim entry), or omit it",
                                            "rank")
+        # omitted, one per dim of the rank (now at most a list's length): a box_dim of the wrong
+        # length is the one field named
+        es = [1] * rank if self.element_strides is None else self.element_strides
         problems = []
         for name, got, want in (("global_dim", len(self.global_dim), rank),
                                 ("global_strides", len(self.global_strides), max(rank - 1, 0)),
@@ -128,10 +130,14 @@ _HINTS = {
                '"128B_atom_32B_flip_8B", "128B_atom_64B"',
     "l2_promotion": 'use one of: "none", "64B", "128B", "256B"',
     "oob_fill": 'use one of: "none", "nan_request_zero_fma"',
-    # not a descriptor field: the route and the command take the target beside the descriptor
-    "target": "give the target beside the descriptor, not in it: the query parameter ?target=sm90 "
-              "(legalsat validate-descriptor --target sm90)",
 }
+
+
+def _target_hint(target: str) -> str:
+    """Not a descriptor field: every entry point takes the target beside the descriptor."""
+    return (f"give the target beside the descriptor, not in it: validate_descriptor(d, target={target!r}) in "
+            f"Python, the query parameter ?target={target} over HTTP, legalsat validate-descriptor --target "
+            f"{target} on the command line")
 
 
 def parse_descriptor(obj: object) -> TmaDescriptor:
@@ -143,7 +149,9 @@ def parse_descriptor(obj: object) -> TmaDescriptor:
     try:
         model = DescriptorIn.model_validate(obj)
     except ValidationError as e:
-        raise naming_other_input(InputError(details_from_validation(e, _HINTS, DescriptorIn)), obj, "descriptor",
+        given = obj.get("target") if isinstance(obj, dict) else None  # the user's own, where it is a target name
+        hints = {**_HINTS, "target": _target_hint(given if given in TARGET_NAMES else "sm90")}
+        raise naming_other_input(InputError(details_from_validation(e, hints, DescriptorIn)), obj, "descriptor",
                                  'a descriptor is {"dtype", "global_address", "global_dim", "global_strides", '
                                  '"box_dim", ...}') from None
     return model.to_term()

@@ -287,6 +287,19 @@ _INPUTS = {
 }
 
 
+# the streaming command that answers a JSON Lines file of each input
+STREAM_COMMANDS = {"optimize": "batch", "descriptor": "validate-descriptor", "protocol": "verify-pipeline",
+                   "bank": "bank-conflicts"}
+
+
+def input_kind(obj: object) -> str | None:
+    """Which command's input `obj` plainly is (a key of `_INPUTS`: "optimize", "emit",
+    "descriptor", "protocol", "bank"), or None."""
+    if not isinstance(obj, dict):
+        return None
+    return next((name for name, (looks, _) in _INPUTS.items() if looks(obj)), None)
+
+
 def naming_other_input(err: InputError, obj: object, own: str, own_shape: str) -> InputError:
     """`err`, refusing `obj` as the `own` command's input; where `obj` is plainly another
     command's (a descriptor sent to optimize, a protocol to the bank route), its first detail

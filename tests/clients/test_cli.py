@@ -170,6 +170,9 @@ def test_optimize_and_batch_commands(tmp_path, capsys):
     good = tmp_path / "good.jsonl"
     good.write_text(req.read_text() + "\n")
     assert main(["batch", str(good), "-o", str(out_path), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["batch", str(good), "-o", str(out_path)]) == 0
+    assert "1 line answered, 0 errors" in capsys.readouterr().err  # it said "1 lines"
 
 
 def test_schema_command(capsys):
@@ -273,7 +276,7 @@ def test_optimize_given_json_lines_points_to_batch(tmp_path):
     f.write_text(req + "\n" + req + "\n")
     r = run_cli("optimize", str(f))
     err = r.stderr.decode()
-    assert r.returncode == 2 and "holds 2 JSON lines" in err and f"legalsat batch {f}" in err
+    assert r.returncode == 2 and "holds 2 lines of JSON Lines" in err and f"legalsat batch {f}" in err
 
 
 @pytest.mark.parametrize("args,env,named", [
@@ -496,6 +499,29 @@ def test_emit_says_when_the_gluon_variant_asked_for_is_not_what_it_prints(tmp_pa
         assert b"no Gluon form" in r.stderr and b"tl kernel" in r.stderr, r.stderr
     r = run_cli("emit", str(tmp_path / "plan.json"), "--quiet")
     assert r.returncode == 0 and r.stderr == b""
+    assert b"interleave form" in run_cli("emit", str(tmp_path / "plan.json"), "--variant", "gluon").stderr
+
+
+def test_emit_refuses_the_gluon_variant_of_another_targets_response(tmp_path):
+    """A gfx942 response printed Hopper's Gluon kernel (`gluon.language.nvidia.hopper`) without a
+    word; build_kernel refuses it alike. Its tl kernel (and auto's) stays."""
+    from legalsat.api import optimize
+    from legalsat.diagnostics import InputError
+    from legalsat.testing.planner_suite import view
+
+    resp = optimize({"target": "gfx942", "op": {"kind": "copy", "src": view("bfloat16", (64, 96)),
+                                                 "dst": view("bfloat16", (64, 96), (1, 64))}})
+    (tmp_path / "r.json").write_text(json.dumps(resp))
+    r = run_cli("emit", str(tmp_path / "r.json"), "--variant", "gluon")
+    assert r.returncode == 2 and b"--variant" in r.stderr and b"gfx942" in r.stderr and r.stdout == b"", r.stderr
+    assert run_cli("emit", str(tmp_path / "r.json"), "--variant", "auto", "--quiet").returncode == 0
+    try:
+        from legalsat.clients.triton import build_kernel
+    except ImportError:  # the client extra: the CLI's refusal is the same check
+        return
+    with pytest.raises(InputError) as e:
+        build_kernel(resp, variant="gluon")
+    assert e.value.headline.field == "variant" and "gfx942" in e.value.headline.message
 
 
 def test_emit_names_a_responses_plan_field_under_its_plan(tmp_path):
@@ -834,7 +860,7 @@ def test_the_wrong_kind_of_json_is_named_with_the_command_that_takes_it(tmp_path
         r = run_cli("optimize", str(tmp_path / name))
         assert r.returncode == 2 and b"legalsat emit" in r.stderr and b"remove the field" not in r.stderr, r.stderr
     r = run_cli("emit", str(tmp_path / "two.jsonl"))
-    assert r.returncode == 2 and b"holds 2 JSON lines" in r.stderr and b"sed -n 2p" in r.stderr, r.stderr
+    assert r.returncode == 2 and b"holds 2 lines of JSON Lines" in r.stderr and b"sed -n 2p" in r.stderr, r.stderr
 
 
 def test_summary_says_when_a_plan_needs_a_reallocation_and_keeps_reasons_whole():
@@ -943,3 +969,34 @@ def test_emit_auto_is_the_variant_build_kernel_runs_on_an_sm90_gpu(tmp_path):
     r = run_cli("emit", "--variant", "auto", "--quiet", str(path))
     assert r.returncode == 0, r.stderr
     assert r.stdout.decode() == emit(plan, "gluon").source != emit(plan, "tl").source
+
+
+@pytest.mark.parametrize("argv, usage", [(("optimize", "--bogus", "x.json"), b"usage: legalsat optimize"),
+                                         (("codes", "extra"), b"usage: legalsat codes"),
+                                         (("schema", "request", "response"), b"usage: legalsat schema")])
+def test_a_stray_argument_gets_its_commands_usage(argv, usage):
+    """An argument a command does not take printed the top-level usage ("legalsat [-h]
+    [--version] COMMAND ..."), where a bad value of one of its flags printed the command's."""
+    r = run_cli(*argv)
+    assert r.returncode == 2 and r.stderr.startswith(usage) and b"unrecognized arguments" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("command", ["optimize", "emit"])
+def test_json_lines_of_another_commands_inputs_are_pointed_to_that_command(command):
+    """examples/descriptors.jsonl given to optimize was told to try `legalsat batch` on it, and
+    given to emit `sed -n 2p ... | legalsat emit -`: both fail on descriptors."""
+    path = os.path.join(os.path.dirname(EXAMPLE), "descriptors.jsonl")
+    r = run_cli(command, path)
+    assert r.returncode == 2 and b"a descriptor input" in r.stderr, r.stderr
+    assert f"legalsat validate-descriptor {path}".encode() in r.stderr
+
+
+def test_stage_says_it_runs_without_the_requests_time_budget(tmp_path):
+    """`--stage` ran every stage whole under timeout_ms 1 (the answer itself: incomplete) and said
+    nothing of it."""
+    req = json.loads(open(EXAMPLE).read())
+    req["options"] = {**req.get("options", {}), "timeout_ms": 1}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(req))
+    r = run_cli("optimize", str(path), "--stage", "saturate", "--compact")
+    assert r.returncode == 0 and b"--stage runs each stage whole" in r.stderr and b"timeout_ms (1)" in r.stderr

@@ -55,6 +55,17 @@ def test_a_gather_with_a_negative_stride(name):
     refused(plan, f"gather.{name}")
 
 
+@pytest.mark.parametrize("stride", [0, 64])
+def test_a_gather_plan_alone_whose_entries_are_not_one_slab_apart(stride, gather_call):
+    """Passed alone, a gather whose entries lie 0 bytes apart in out raced its writes onto the
+    first entry (776 of 777 rows never written); half a slab apart, they overlapped. Refused by
+    the field (a whole response refused them already: the request's stride differs)."""
+    plan = _response(GATHER)["plans"][0]
+    assert plan["gather"]["out_index_stride_bytes"] == 128
+    plan["gather"]["out_index_stride_bytes"] = stride
+    refused(plan, "gather.out_index_stride_bytes", *gather_call(plan["gather"]))
+
+
 def test_a_gather_whose_count_is_not_the_requests():
     resp = _response(GATHER)
     resp["plans"][0]["gather"]["index_count"] += 1

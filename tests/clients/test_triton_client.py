@@ -246,6 +246,27 @@ def test_memory_the_kernel_reads_while_it_writes_is_refused_whichever_storage_ho
     assert "share memory" in _refused(lambda: build_kernel(copy, variant="tl")(a, b), "dst")
 
 
+def test_views_that_interleave_without_a_common_byte_are_not_refused(client, monkeypatch):
+    """The even and the odd columns of one buffer span each other's bytes but share none; the
+    check compared byte ranges and refused them ("share memory (1016 bytes)"), where copy_
+    takes them."""
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    strided = {"dtype": "float32", "shape": [16, 8], "strides": [16, 2], "base_align": 4}
+    k = build_kernel(optimize({"op": {"kind": "copy", "src": strided, "dst": strided}}), variant="tl")
+    buf = torch.randn(258, generator=torch.Generator().manual_seed(2))
+    src, dst = buf[0:256:2].view(16, 8), buf[1:257:2].view(16, 8)
+    want = src.clone()
+    k(src, dst)
+    assert torch.equal(dst, want)
+    # the even elements shifted by one: the views share 127 elements, refused
+    assert "share memory" in _refused(lambda: k(buf[0:256:2].view(16, 8), buf[2:258:2].view(16, 8)), "dst")
+
+
 def test_plans_and_variants_no_kernel_can_run_are_refused_by_name(client, monkeypatch):
     """A Gluon kernel under the interpreter failed on its first call (a raw AssertionError from
     torch.cuda); an error answer passed as a response was 'kind: Field required'; a piece tile
@@ -681,3 +702,20 @@ def test_a_gather_plan_alone_refuses_a_source_of_another_layout(client, monkeypa
     wide = torch.randn(100, 72).to(torch.bfloat16)[:, :64]
     for bad in (transposed, wide):
         assert "the plan steps 128" in _said(lambda bad=bad: k(bad, index, out), "src")
+
+
+def test_a_misaligned_gather_out_is_told_to_align_out(client, monkeypatch):
+    """A gather's out off its plan's word was told to plan the request with its real base_align,
+    which a gather request does not have for out."""
+    import torch
+
+    from legalsat.api import optimize
+    from legalsat.clients.triton import build_kernel
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    req = {"op": {"kind": "gather", "src": {"dtype": "float32", "shape": [100, 32], "strides": [32, 1]}, "axis": 0,
+                  "index": {"count": 40}}}
+    k = build_kernel(optimize(req), variant="tl")
+    out = torch.empty(40 * 32 + 1)[1:].view(40, 32)  # 4-byte aligned
+    e = _refusal(lambda: k(torch.randn(100, 32), torch.randint(0, 100, (40,)), out), "out")
+    assert "base_align" not in e.fix and "out.clone()" in e.fix, e

@@ -85,3 +85,12 @@ def test_a_tile_with_two_pitches_that_disagree_is_refused_by_its_padding():
     assert e.value.headline.field == "tile.padding_bytes" and "130" in e.value.headline.message
     agree = legalsat.analyze_bank_conflicts(tile(padding_bytes=16, row_pitch_bytes=144))
     assert agree == legalsat.analyze_bank_conflicts(tile(padding_bytes=16))
+
+
+@pytest.mark.parametrize("obj", [{}, {"target": "sm90"}, {"op": "load"}])
+def test_a_request_of_neither_form_names_both(obj):
+    """{} was told "access_bytes: Field required" (the raw form's), where the structured form
+    needs no access_bytes."""
+    with pytest.raises(InputError) as e:
+        legalsat.analyze_bank_conflicts(obj)
+    assert '"access_bytes"' in e.value.headline.fix and '"tile"' in e.value.headline.fix

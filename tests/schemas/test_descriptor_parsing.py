@@ -138,3 +138,33 @@ def test_python_values_are_taken_as_the_json_they_stand_for():
     req = {"op": {"kind": "copy", "src": {"dtype": "float32", "shape": (8, 8), "strides": (8, 1)},
                   "dst": {"dtype": "float32", "shape": (8, 8), "strides": (np.int64(1), 8)}}}
     assert legalsat.optimize(req)["status"] == "ok"
+
+
+def test_an_omitted_element_strides_is_not_named_for_a_short_box_dim():
+    """element_strides left out (all ones) was sized by box_dim: a box_dim one entry short named
+    element_strides too, a field the input did not have."""
+    d = {"dtype": "bfloat16", "global_address": 0, "global_dim": [4096, 1024], "global_strides": [8192],
+         "box_dim": [64]}
+    with pytest.raises(InputError) as e:
+        legalsat.validate_descriptor(d)
+    assert [x.field for x in e.value.details] == ["box_dim"]
+
+
+def test_a_target_inside_a_descriptor_is_pointed_beside_it_as_given():
+    """The fix said ?target=sm90 whatever target the descriptor held, and named no Python form."""
+    d = {"target": "sm100", "dtype": "bfloat16", "global_address": 0, "global_dim": [64, 64],
+         "global_strides": [128], "box_dim": [64, 64]}
+    with pytest.raises(InputError) as e:
+        legalsat.validate_descriptor(d)
+    assert e.value.headline.field == "target"
+    assert "target='sm100'" in e.value.headline.fix and "--target sm100" in e.value.headline.fix
+
+
+def test_a_rank_of_no_descriptor_is_named_before_any_list_is_sized_by_it():
+    """element_strides, when omitted, is sized by the rank: a rank of 4·10^9 must be refused
+    before (as the rank), not allocated."""
+    d = {"dtype": "bfloat16", "global_address": 0, "global_dim": [64, 64], "global_strides": [128],
+         "box_dim": [64, 64], "rank": 4_000_000_000}
+    with pytest.raises(InputError) as e:
+        legalsat.validate_descriptor(d)
+    assert e.value.headline.field == "rank"
