@@ -47,6 +47,12 @@ def _settings(flags: dict[str, str], uses_target: bool = True, service: bool = F
         if uses_target:
             resolve_target(settings.target, field=flags.get("target", "LEGALSAT_TARGET")
                            if overrides.get("target") is not None else "LEGALSAT_TARGET")
+        elif not service and "LEGALSAT_TARGET" in os.environ:  # said, as other settings this command does not read
+            try:
+                resolve_target(settings.target, field="LEGALSAT_TARGET")
+            except InputError:
+                print(f"legalsat: note: LEGALSAT_TARGET is not valid ({shown(settings.target)} is no target); this "
+                      "command does not read it", file=sys.stderr)
         return settings
     except SettingsError as e:  # a variable that is not even of its type's syntax (a list not in JSON)
         m = re.search(r'field "(\w+)"', str(e))

@@ -421,6 +421,10 @@ def test_usage_errors_name_the_flag_typed_and_every_bad_setting(tmp_path):
                        capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_ALLOWED_HOSTS": "abc"})
     assert r.returncode == 0 and json.loads(r.stdout)["status"] == "ok", r.stderr
     assert b"LEGALSAT_ALLOWED_HOSTS cannot be read; this command does not read it" in r.stderr
+    # nor a target that is none, for the commands without one (said nothing)
+    r = subprocess.run([sys.executable, "-m", "legalsat.clients.cli", "verify-pipeline", os.devnull],
+                       capture_output=True, timeout=120, env={**os.environ, "LEGALSAT_TARGET": "bogus"})
+    assert r.returncode == 0 and b"LEGALSAT_TARGET is not valid ('bogus' is no target)" in r.stderr, r.stderr
     # an empty --target is the flag's (it was said to be LEGALSAT_TARGET's)
     r = run_cli("validate-descriptor", "--target", "", os.devnull)
     assert r.returncode == 2 and r.stderr.startswith(b"legalsat: --target: unknown target"), r.stderr
