@@ -63,11 +63,12 @@ MOVABLE_DTYPES = tuple(n for n, d in ELEMENT_TYPES.items() if not d.packed)
 MAX_TILE_ELEMENTS = 1 << 24  # far past any shared memory; keeps sizes well inside i64 arithmetic
 
 
-def _dims_schema(least: int, most: int = MAX_RANK) -> dict:
+def _dims_schema(least: int, most: int = MAX_RANK, bounded: bool = True) -> dict:
     """The published bounds of a view's shape or strides (`least`: an entry's minimum, `most`:
-    the dims a view of its kind takes)."""
-    return {"minItems": 1, "maxItems": most,
-            "items": {"type": "integer", "minimum": least, "maximum": MAX_BYTES}}
+    the dims a view of its kind takes; `bounded`: below 2^40, as every extent and every stride
+    but an extent-1 dim's is, which the schema cannot tie to its extent)."""
+    items = {"type": "integer", "minimum": least} | ({"exclusiveMaximum": MAX_BYTES} if bounded else {})
+    return {"minItems": 1, "maxItems": most, "items": items}
 MAX_REQUEST_ID = 128  # characters of a request_id
 
 
@@ -80,8 +81,9 @@ class ViewIn(Strict):
     shape: list[StrictInt] = Field(description=f"extents, outermost first (each >= 1; 1..{MAX_RANK} dims: merge "
                                                "contiguous dims and drop extent-1 dims of a longer view)",
                                    json_schema_extra=_dims_schema(1))
-    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)",
-                                     json_schema_extra=_dims_schema(0))
+    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0, below 2^40 but "
+                                                 "along an extent-1 dim, where any is taken: only index 0 is read)",
+                                     json_schema_extra=_dims_schema(0, bounded=False))
     base_align: Pos = Field(16, description="largest power of two dividing the base address, bytes; a value below "
                             "the element's size (1 for an unknown alignment) is planned as the element's size: "
                             "a tensor's elements lie on their own size, and the client refuses one that does not")
@@ -93,8 +95,9 @@ class TileSourceIn(ViewIn):
 
     shape: list[StrictInt] = Field(description=f"extents, outermost first (each >= 1; 1..{MAX_TILE_RANK} dims)",
                                    json_schema_extra=_dims_schema(1, MAX_TILE_RANK))
-    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0)",
-                                     json_schema_extra=_dims_schema(0, MAX_TILE_RANK))
+    strides: list[StrictInt] = Field(description="strides in elements, outermost first (>= 0, below 2^40 but "
+                                                 "along an extent-1 dim, where any is taken: only index 0 is read)",
+                                     json_schema_extra=_dims_schema(0, MAX_TILE_RANK, bounded=False))
 
 
 class CopyOp(Strict):
@@ -229,7 +232,7 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
     for name, values in (("shape", v.shape), ("strides", v.strides)):
         for k, x in enumerate(values):  # one value past the memory bound: named before any product
             if x >= MAX_BYTES and not (name == "strides" and v.shape[k] == 1):  # an extent-1 dim's: below
-                raise _bad(f"{field}.{name}[{k}]", f"{field}.{name}[{k}] is {shown_int(x)}, past 2^40 (1 TiB): no GPU's "
+                raise _bad(f"{field}.{name}[{k}]", f"{field}.{name}[{k}] is {shown_int(x)}, 2^40 (1 TiB) or more: no GPU's "
                            "memory holds a tensor that large", "check the shape and strides (strides are in "
                            "elements, not bytes)")
     for k, s in enumerate(v.strides):
@@ -243,7 +246,7 @@ def _view(v: ViewIn, field: str, max_rank: int = MAX_RANK) -> View:
     strides = _free_unit_strides(v.shape, v.strides, esize)
     nbytes = span(v.shape, strides) * esize
     if nbytes >= MAX_BYTES or prod(v.shape) * esize >= MAX_BYTES:
-        raise _bad(f"{field}.shape", f"{field} spans {max(nbytes, prod(v.shape) * esize)} bytes, past 2^40 (1 TiB): "
+        raise _bad(f"{field}.shape", f"{field} spans {max(nbytes, prod(v.shape) * esize)} bytes, 2^40 (1 TiB) or more: "
                    "no GPU's memory holds a tensor that large",
                    "check the shape and strides (strides are in elements, not bytes); a ragged descriptor's "
                    "virtual dims (extents near 2^31 that rely on address wrap-around) are not a tensor to walk: "
@@ -279,7 +282,7 @@ def _load_tile(op: LoadTileOp, src: View) -> LoadTile:
     walked = prod(cdiv(n, t) for n, t in zip(src.shape, op.tile)) * prod(op.tile) * src.esize
     if walked >= MAX_BYTES:  # every tile is loaded whole: an overhanging edge tile moves its fill too
         raise _bad("op.tile", f"walking the tensor in tiles of {list(op.tile)} loads {walked} bytes (edge tiles "
-                   "whole, their overhang zero-filled), past 2^40 (1 TiB)",
+                   "whole, their overhang zero-filled), 2^40 (1 TiB) or more",
                    "give tile extents that fit the tensor's extents (the overhang is loaded too)")
     c = op.consumer
     kind = Consumer(c.kind)

@@ -9,7 +9,9 @@ closes the cache. Routes are thin: the same models and functions as the command 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -40,12 +42,45 @@ Every error is `{"error": {"code", "message", "fix", "field"}}`. When the server
 every `/v1` route needs `Authorization: Bearer <token>`."""
 
 
+class ShutdownClock:
+    """A shutdown's grace (LEGALSAT_SHUTDOWN_GRACE_S), from the signal that began it. The
+    server waits that long for the requests in flight, then cuts them (uvicorn answered such a
+    request a plain-text 500); so a little before (`margin_s`) the jobs still awaited answer
+    503 shutting_down (`ServiceState.stopping`), and the workers are given what is left of the
+    grace, not a second one."""
+
+    def __init__(self, grace_s: float):
+        self.grace_s = grace_s
+        self.margin_s = min(1.0, grace_s / 4)
+        self.started: float | None = None
+        self._armed: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    def bind(self, loop: asyncio.AbstractEventLoop, stopping: asyncio.Event) -> None:
+        self._armed = (loop, stopping)
+
+    def begin(self) -> None:
+        """The shutdown's signal (from its handler, outside the event loop: idempotent)."""
+        if self.started is not None:
+            return
+        self.started = time.monotonic()
+        if self._armed is not None:
+            loop, stopping = self._armed
+            loop.call_soon_threadsafe(loop.call_later, max(0.0, self.grace_s - self.margin_s), stopping.set)
+
+    def remaining(self) -> float:
+        """Of the grace, what is left (all of it before a signal)."""
+        if self.started is None:
+            return self.grace_s
+        return max(0.0, self.started + self.grace_s - time.monotonic())
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """A configured application; its workers start with the lifespan (i.e. under uvicorn or
     `with TestClient(app)`)."""
     settings = settings or get_settings()
     resolve_target(settings.target, field="LEGALSAT_TARGET")  # a misspelt default stops the start, named
     metrics = Metrics()
+    clock = ShutdownClock(settings.shutdown_grace_s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -64,18 +99,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         metrics.bind_pool(pool)
         metrics.bind_cache(cache)
         app.state.service = ServiceState(settings, pool, cache, metrics, BuiltPages(settings.egraph_pages_bytes))
+        clock.bind(asyncio.get_running_loop(), app.state.service.stopping)
         log.info("legalsat %s ready: %d workers, cache %s (%d entries)", legalsat.__version__,
                  settings.workers, cache.describe(), len(cache))
         try:
             yield
         finally:
-            pool.close(settings.shutdown_grace_s)
+            pool.close(clock.remaining())
             cache.close()
 
     app = FastAPI(title="legalsat", version=legalsat.__version__, description=DESCRIPTION,
                   lifespan=lifespan, redirect_slashes=False,  # no redirect that reflects the Host header
                   docs_url=None, redoc_url=None)  # served from the package's own assets (routers.docs)
     app.state.settings = settings
+    app.state.shutdown = clock
     install_error_handlers(app)
     v1 = [Depends(require_token), Depends(known_query_parameters)]
     for r in (optimize.router, analyze.router, verify.router, egraphs.router):
@@ -112,8 +149,14 @@ def serve(settings: Settings) -> None:
     # the address first: one in use stops the start at once (SystemExit), before any worker
     # starts or "ready" is logged
     sock = config.bind_socket()
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:  # SIGINT / SIGTERM: the grace starts now
+            app.state.shutdown.begin()
+            super().handle_exit(sig, frame)
+
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        Server(config).run(sockets=[sock])
     except SystemExit:  # uvicorn's exit code is the same for every start-up failure: say which it was
         start_error = getattr(app.state, "start_error", None)
         if start_error is not None:

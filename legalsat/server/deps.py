@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import Depends, Request
 from fastapi.routing import APIRoute
@@ -33,6 +33,9 @@ class ServiceState:
     cache: CacheBackend
     metrics: Metrics
     pages: BuiltPages  # e-graph pages and documents built by the workers (routers.egraphs)
+    # set when a shutdown's grace is all but spent: jobs still awaited answer 503 shutting_down
+    # (legalsat.server.app.ShutdownClock), before the server would cut their connections
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 async def service(request: Request) -> ServiceState:

@@ -84,7 +84,9 @@ class MetricsMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             route = scope.get("route")
-            path = getattr(route, "path", None) or "unmatched"
+            # a mount (the static assets) sets no route: its own path, which the matched mount put
+            # in root_path (a bounded set of labels, as the routes' templates are)
+            path = getattr(route, "path", None) or scope.get("root_path") or "unmatched"
             self.metrics.requests.labels(path, scope["method"], str(status[0])).inc()
             self.metrics.latency.labels(path, scope["method"], str(status[0])).observe(
                 time.perf_counter() - start)

@@ -40,14 +40,23 @@ async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: in
     except PoolClosed:
         raise shutting_down() from None
     waiter = asyncio.wrap_future(fut)
+    stop = asyncio.ensure_future(state.stopping.wait())  # a shutdown's grace all but spent
     try:
         try:
             # a job still queued at its deadline is answered then, not when a worker frees up
             async with asyncio.timeout(deadline_ms / 1000):
-                if gone is not None:
-                    await asyncio.wait({waiter, gone}, return_when=asyncio.FIRST_COMPLETED)
-                    if not waiter.done() and fut.cancel():
-                        raise ApiError(499, Code.CLIENT_DISCONNECTED)
+                watched = {waiter, stop} | ({gone} if gone is not None else set())
+                while not waiter.done():
+                    await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+                    if waiter.done():
+                        break
+                    if stop.done():  # answered now: the server is about to cut the connection
+                        fut.cancel()
+                        raise shutting_down()
+                    if gone is not None and gone.done():
+                        if fut.cancel():  # still queued: dropped
+                            raise ApiError(499, Code.CLIENT_DISCONNECTED)
+                        watched.discard(gone)  # running: its answer is awaited (and cached) as before
                 return await asyncio.shield(waiter)
         except TimeoutError:
             if fut.cancel():
@@ -62,6 +71,8 @@ async def run_job(state: ServiceState, kind: str, payload: dict, deadline_ms: in
     except asyncio.CancelledError:
         fut.cancel()  # the client went away: a queued job is dropped before it runs
         raise
+    finally:
+        stop.cancel()
 
 
 def answer_error(status: int, body: bytes, meta: dict) -> ApiError:

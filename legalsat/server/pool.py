@@ -134,11 +134,15 @@ class _Slot:
         self.proc, self.conn = proc, parent
 
     def kill(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.join()
-            self.conn.close()
+        """Stop the worker. Safe from the pool's close and the slot's own thread at once (each
+        takes the process and pipe it stops: the other finds them gone, or stops them again)."""
+        proc, conn = self.proc, self.conn
         self.proc = self.conn = None
+        if proc is not None:
+            proc.kill()
+            proc.join()
+        if conn is not None:
+            conn.close()
 
     def _respawn(self, reason: str) -> None:
         self.kill()
@@ -223,7 +227,13 @@ class WorkerPool:
         self.target = target
         self.on_restart = on_restart
         self.start_timeout_s = start_timeout_s
-        self.jobs: queue.Queue = queue.Queue(maxsize=queue_size)
+        self.queue_size = queue_size
+        # unbounded: admission counts the jobs the pool holds (`_held`: submitted, not yet
+        # resolved), so that a job waiting the moment before an idle worker takes it holds no
+        # place (the queue's own bound refused a batch of queue plus workers on an idle pool)
+        self.jobs: queue.Queue = queue.Queue()
+        self._held = 0
+        self._held_lock = threading.Lock()
         self.restarts = 0
         self.closing = False
         self.ctx = mp.get_context("forkserver")
@@ -257,13 +267,18 @@ class WorkerPool:
             raise PoolClosed()
         free = self.jobs.qsize() == 0 and any(s.busy_since is None for s in self.slots)
         job = _Job(kind, payload, deadline, grace_s, behind=not free)
-        try:
-            self.jobs.put_nowait(job)
-        except queue.Full:
-            if not self._drop_cancelled():
-                raise QueueFull() from None
-            self.jobs.put_nowait(job)  # a place freed just now
+        with self._held_lock:
+            if self._held >= self.capacity:
+                raise QueueFull()
+            self._held += 1
+        job.future.add_done_callback(self._released)  # answered, failed or cancelled while queued
+        self._drop_cancelled()  # their places are free already: the queue need not keep them
+        self.jobs.put_nowait(job)
         return job.future
+
+    def _released(self, _future: Future) -> None:
+        with self._held_lock:
+            self._held -= 1
 
     def _drop_cancelled(self) -> int:
         """Take the jobs whose callers gave up (deadline passed while queued, client gone) out
@@ -291,12 +306,13 @@ class WorkerPool:
     @property
     def capacity(self) -> int:
         """Jobs the pool holds at most at once: a place in the queue or a worker each."""
-        return self.jobs.maxsize + self.size
+        return self.queue_size + self.size
 
     @property
     def capacity_left(self) -> int:
-        """Jobs that can be accepted right now: free queue places plus idle workers."""
-        return self.jobs.maxsize - self.queued + self.size - self.busy
+        """Jobs that can be accepted right now: free queue places plus idle workers (the jobs
+        submitted and not yet resolved, taken from what the pool holds)."""
+        return self.capacity - self._held
 
     @property
     def alive(self) -> int:

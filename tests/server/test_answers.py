@@ -80,6 +80,14 @@ def test_openapi_states_the_enforced_limits(client, server):
     assert defs["TileSourceIn"]["properties"]["shape"]["maxItems"] == 16
     assert defs["LoadTileOp"]["properties"]["src"]["$ref"].endswith("/TileSourceIn")
     assert defs["IndexIn"]["properties"]["groups"]["maximum"] == 65536
+    # extents below 2^40, as enforced (the schema said at most 2^40, which is refused); strides
+    # unbounded there, as an extent-1 dim's may be (one past 2^40 was refused by the schema alone)
+    for model in ("ViewIn", "TileSourceIn"):
+        assert defs[model]["properties"]["shape"]["items"]["exclusiveMaximum"] == 1 << 40
+        assert "maximum" not in defs[model]["properties"]["strides"]["items"]
+    edge = {"op": {"kind": "copy", "src": view("int8", [1 << 40]), "dst": view("int8", [1 << 40])}}
+    r = client.post("/v1/optimize", json=edge)
+    assert r.status_code == 422 and "2^40 (1 TiB) or more" in r.json()["error"]["message"]
     for n, dims in ((8, 200), (9, 422), (16, 422)):  # what the server takes is what the schema says
         shape = [1] * (n - 2) + [4, 4]
         copy = {"op": {"kind": "copy", "src": view("float32", shape), "dst": view("float32", shape)}}

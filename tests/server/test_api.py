@@ -172,6 +172,7 @@ def test_kept_egraph_as_json_and_html(client):
     assert "snapshot" not in out["egraph"] and eid  # kept on the server, not inlined
     head = client.head(f"/v1/egraphs/{eid}")  # kept: found without reading or building anything
     assert head.status_code == 200 and head.content == b""
+    assert "content-length" not in head.headers  # it said 0, the GET's body being 6,558 bytes
     doc = client.get(f"/v1/egraphs/{eid}").json()
     assert doc["eclass_count"] > 0 and doc["extracted"][0]["located"]
     assert doc["extracted"][0]["strategy"] == out["plans"][0]["strategy"]
@@ -217,7 +218,16 @@ def test_health_ready_metrics_openapi(client):
     assert ready.status == "ready" and ready.workers_alive == ready.workers == 2
     client.post("/v1/optimize", json=SMALL)
     client.post("/v1/optimize", json=SMALL)  # a hit, whichever tests ran before
-    text = client.get("/metrics").text
+    assert client.get("/static/viewer/viewer.js").status_code == 200
+    # the static assets under their mount (they were counted as route="unmatched"); a request is
+    # counted once its answer is sent, so the count may come a moment after the body
+    static = 'legalsat_http_requests_total{method="GET",route="/static",status="200"}'
+    for _ in range(50):
+        text = client.get("/metrics").text
+        if static in text:
+            break
+        time.sleep(0.05)
+    assert static in text
     assert 'legalsat_http_requests_total{method="POST",route="/v1/optimize",status="200"}' in text
     assert 'legalsat_plan_cache_lookups_total{result="hit"}' in text
     assert "legalsat_egraph_enodes_bucket" in text and "legalsat_workers_alive 2.0" in text

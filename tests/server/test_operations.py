@@ -181,6 +181,58 @@ def test_graceful_shutdown_finishes_in_flight_requests():
         srv.kill()
 
 
+LONGER = {"op": {"kind": "copy",
+                 "src": {"dtype": "float32", "shape": [64, 8, 5, 4, 3, 2, 2, 2],
+                         "strides": [1, 64, 512, 2560, 10240, 30720, 61440, 122880]},
+                 "dst": {"dtype": "float32", "shape": [64, 8, 5, 4, 3, 2, 2, 2],
+                         "strides": [1, 64, 512, 2560, 10240, 30720, 61440, 122880]}},
+          "options": {"node_limit": 2_000_000, "timeout_ms": 25_000}}
+
+
+def test_a_request_that_outlasts_the_shutdown_grace_is_answered_503():
+    """A request still planning when SIGTERM's grace ran out got uvicorn's plain-text 500 (the
+    server cut it), the pool's shutdown then failed on a worker pipe its slot had cleared, and
+    the workers were given a second grace: now it answers 503 shutting_down (Retry-After)
+    before the cut, and the process is gone within about one grace."""
+    srv = LiveServer(workers=1, cache_path="", shutdown_grace_s=2, log_level="warning").start()
+    try:
+        with httpx.Client(base_url=srv.url, timeout=60) as c:
+            result = {}
+            t = threading.Thread(target=lambda: result.update(r=c.post("/v1/optimize", json=LONGER)))
+            t.start()
+            time.sleep(1.0)
+            start = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            t.join(60)
+            r = result["r"]
+            assert r.status_code == 503 and r.json()["error"]["code"] == "shutting_down", r.text
+            assert r.headers["retry-after"] == "1"
+            assert srv.proc.wait(30) in (0, -signal.SIGTERM)
+            assert time.monotonic() - start < 10  # one grace (2 s) and the exit, not two
+            assert not srv.descendants()
+    finally:
+        srv.kill()
+
+
+def _copy_of(n: int) -> dict:
+    return {"op": {"kind": "copy", "src": {"dtype": "float32", "shape": [n, 96], "strides": [96, 1]},
+                   "dst": {"dtype": "float32", "shape": [n, 96], "strides": [1, n]}}}
+
+
+def test_an_idle_pool_takes_as_many_jobs_as_its_queue_and_workers_hold():
+    """With a queue of 1 and 2 idle workers, a batch of 3 (which the batch route says fits:
+    queue plus workers) had items refused queue_full, and 3 requests at once got 429s: a job
+    waiting the moment before an idle worker took it held the queue's one place."""
+    with LiveServer(workers=2, queue_size=1, cache_path="", log_level="warning") as srv, \
+            httpx.Client(base_url=srv.url, timeout=120) as c:
+        r = c.post("/v1/optimize/batch", json=[_copy_of(n) for n in (33, 34, 35)])
+        assert r.status_code == 200 and [x["status"] for x in r.json()] == ["ok"] * 3, r.text
+        with ThreadPoolExecutor(3) as ex:
+            codes = list(ex.map(lambda n: c.post("/v1/optimize", json=_copy_of(n)).status_code, (36, 37, 38)))
+        assert codes == [200, 200, 200]
+        assert c.post("/v1/optimize/batch", json=[_copy_of(n) for n in range(40, 44)]).status_code == 422
+
+
 def test_a_job_that_waited_plans_in_what_is_left_of_its_deadline():
     """B waits behind A (1.5 s or more) for a worker, then plans in what is left of its 4 s
     (less the 1 s grace) and answers; it used to plan its full 4 s and have its worker killed

@@ -86,7 +86,11 @@ async def _page(request: Request, state: ServiceState, egraph_id: str, view: dic
                        'plan the request again with "options": {"keep_egraph": true} and use the '
                        "egraph.id of its response", "egraph_id")
     if request.method == "HEAD":
-        return Response(media_type="text/html" if view else "application/json")
+        # no body is built for a HEAD, so no length is known: none is sent (not the 0 of an empty
+        # body, which a GET's page is not; RFC 9110 9.3.2 lets a HEAD leave it out)
+        head = Response(media_type="text/html" if view else "application/json")
+        del head.headers["content-length"]
+        return head
     response, snapshot = kept
     status, body, meta = await run_job(state, "egraph_page", {"id": egraph_id, "response": response,
                                                               "snapshot": snapshot, "view": view},
