@@ -8,7 +8,9 @@ process that answers chunk after chunk with the same chunk job as a local worker
 planner stays warm (egglog programs, caches) and an e-graph never leaves it.
 
 Failures: a chunk whose actor dies (killed, out of memory, its node lost) is sent to another
-actor, and a replacement actor is started; a chunk still running `chunk_timeout_s` after it
+actor, and a replacement actor is started (one not started within `start_timeout_s`, which a
+lost node's never is, is let go: with no actor left, the remaining chunks are answered by
+`fail`); a chunk still running `chunk_timeout_s` after it
 began (not counting the time it waited behind its actor's earlier chunks) has its actor
 killed, which is the same case; a chunk that had not begun when its actor died is not counted
 as tried. Actors the cluster cannot place (more than its free CPUs) are let go at the start,
@@ -140,6 +142,9 @@ class RayExecutor(Executor):
             self._kill_all()
             raise
         self._fail, self._max_attempts, self._timeout = fail, max_attempts, chunk_timeout_s
+        self._start_timeout = start_timeout_s
+        # replacement actors not yet started: id -> (when asked for, its ping, the actor)
+        self._starting: dict[int, tuple[float, object, object]] = {}
         self._lock = threading.Lock()
         # task id -> (when its actor began it, or None while it waits behind the actor's earlier
         # chunks; the actor); an actor runs its chunks in order, one at a time
@@ -206,16 +211,27 @@ class RayExecutor(Executor):
     # --- scheduling ---
 
     def _replace(self, dead) -> None:
+        """A dead actor's replacement (none while the batch shuts down); the watchdog lets it go
+        if it has not started within the start timeout (`_watch_starts`)."""
         with self._lock:
-            if dead in self.actors:
-                self.actors.remove(dead)
-                fresh = self._remote.remote()
-                self.actors.append(fresh)
-                self._queues[id(fresh)] = deque()
-                log.warning("a Ray actor died; started a replacement (%d actors)", len(self.actors))
+            if dead not in self.actors:
+                return
+            self.actors.remove(dead)
+            if self._closed.is_set():
+                return
+            fresh = self._remote.remote()
+            self.actors.append(fresh)
+            self._queues[id(fresh)] = deque()
+            self._starting[id(fresh)] = (time.monotonic(), fresh.pid.remote(), fresh)
+            count = len(self.actors)
+        log.warning("a Ray actor died; started a replacement (%d actors)", count)
 
     def _send(self, result: Future, job, first: int, lines: list[bytes], attempt: int) -> None:
         with self._lock:  # the actor with the fewest chunks queued, this one queued on it
+            if not self.actors:  # every replacement let go: the cluster places none (a node lost)
+                result.set_result(self._fail(first, lines, "no Ray actor is left to answer it (the replacements "
+                                             f"of dead ones did not start within {self._start_timeout:g} s)"))
+                return
             actor = min(self.actors, key=lambda a: len(self._queues[id(a)]))
             self._ids += 1
             task = self._ids
@@ -256,10 +272,33 @@ class RayExecutor(Executor):
 
         ref.future().add_done_callback(done)
 
+    def _watch_starts(self, now: float) -> None:
+        """Let go of replacement actors not started within the start timeout (their node lost,
+        or no free CPU for them: they would wait forever, their chunks with them, each cycle of
+        the chunk timeout starting another): killed, their chunks go to the actors left, or are
+        answered by `fail` when none is."""
+        with self._lock:
+            starting = list(self._starting.items())
+        for key, (asked, ping, actor) in starting:
+            ready, _ = self._ray.wait([ping], timeout=0)
+            if not ready and now - asked <= self._start_timeout:
+                continue
+            with self._lock:
+                self._starting.pop(key, None)
+                if not ready and actor in self.actors:
+                    self.actors.remove(actor)
+                left = len(self.actors)
+            if not ready:
+                log.error("a replacement Ray actor did not start within %.0f s (the cluster cannot place it: a node "
+                          "lost, or no free CPU); going on with %d actors", self._start_timeout, left)
+                self._ray.kill(actor, no_restart=True)
+
     def _watch(self, poll_s: float) -> None:
-        """Kill the actor of a chunk running past the chunk timeout (its chunk is retried)."""
+        """Kill the actor of a chunk running past the chunk timeout (its chunk is retried), and
+        let go of replacements that do not start (`_watch_starts`)."""
         while not self._closed.wait(poll_s):
             now = time.monotonic()
+            self._watch_starts(now)
             with self._lock:
                 stuck = [actor for began, actor in self._running.values()
                          if began is not None and now - began > self._timeout]

@@ -173,6 +173,31 @@ def test_a_chunks_time_counts_from_when_its_actor_begins_it(ray):
         pool.shutdown()
 
 
+def test_replacements_the_cluster_cannot_place_are_let_go_and_their_lines_answered(ray):
+    """With the local node's raylet lost, replacement actors never started: the batch hung for
+    good, each chunk timeout (600 s) killing one and asking for another. A replacement not
+    started within the start timeout is let go; with no actor left, the lines are answered by
+    error objects."""
+    import functools
+
+    from legalsat.clients.ray_batch import RayExecutor, _ChunkActor
+    from legalsat.testing import chunk_jobs
+
+    pool = RayExecutor("auto", 1, cli.lost_chunk, poll_s=0.1, start_timeout_s=60)
+    try:
+        pool._start_timeout = 2.0
+        # replacements that ask for more CPUs than the cluster has: never placed, as on a lost node
+        pool._remote = ray.remote(num_cpus=1000, max_restarts=0)(_ChunkActor)
+        fut = pool.submit(functools.partial(chunk_jobs.sleeping, 30), 1, [b"x", b"y"])
+        threading.Timer(1.0, lambda: ray.kill(pool.actors[0], no_restart=True)).start()
+        answers = [json.loads(x) for x in fut.result(timeout=60).splitlines()]
+        assert [a["status"] for a in answers] == ["error", "error"]
+        assert "no Ray actor is left" in answers[0]["error"]["message"], answers
+        assert pool.size == 0
+    finally:
+        pool.shutdown()
+
+
 def _batch_cmd(tmp_path, *extra: str) -> list[str]:
     import sys
 
