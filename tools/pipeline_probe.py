@@ -98,13 +98,10 @@ def _staged(resp: dict) -> dict | None:
 
 def compile_only(names: list[str]) -> None:
     """Compile every variant of every chosen workload for sm90 (no GPU): cp.async count, shared bytes."""
-    import triton
-    from triton.backends.compiler import GPUTarget
-
+    from legalsat.clients.resources import compile_kernel
     from legalsat.clients.triton import build_kernel
     from tools.sweep import planned
 
-    target = GPUTarget("cuda", 90, 32)
     for name, entry in planned().items():
         base = _staged(entry["response"])
         if base is None or (names and not any(n in name for n in names)):
@@ -112,17 +109,9 @@ def compile_only(names: list[str]) -> None:
         index = entry["response"]["plans"].index(base)
         for label, k in variants(build_kernel(entry["response"], plan_index=index, variant="tl"), base["pieces"][0]):
             (ln,) = k.emitted.launches
-            fn = getattr(k.module, ln.kernel)
-            sig = {"src": f"*{_ptr(ln.word)}", "dst": f"*{_ptr(ln.word)}"}
-            attrs = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
-            c = triton.compile(triton.compiler.ASTSource(fn, sig, attrs=attrs), target=target,
-                               options={"num_warps": ln.num_warps})
+            c = compile_kernel(k.emitted, ln, aligned=True)  # 16-byte aligned tensors, as the benchmark's are
             ptx = c.asm["ptx"]
             print(f"{name[:34]:34s} {label:24s} cp.async {ptx.count('cp.async.c'):4d}  shared {c.metadata.shared}")
-
-
-def _ptr(word: int) -> str:
-    return {1: "u8", 2: "u16", 4: "u32", 8: "u64", 16: "u64"}[word]
 
 
 def main(names: list[str]) -> None:

@@ -562,8 +562,7 @@ def _emit(args: argparse.Namespace) -> int:
     from legalsat.clients.plan_checks import check_plan, check_request
     from legalsat.kernels import (
         GLUON_FORMS,
-        check_gluon_target,
-        default_variant,
+        chosen_variant,
         emit,
         fields_as_passed,
         response_target,
@@ -583,16 +582,15 @@ def _emit(args: argparse.Namespace) -> int:
     except InputError:
         _json_lines_hint(text, args.file, "emit")  # batch's output, the likelier mistake when it is one
         raise
-    check_gluon_target(args.variant, response_target(obj), "--variant")
     plan, op = select_plan(obj, args.plan, index_name="--plan")  # the flag the user typed, not the argument
+    target = response_target(obj)
     with fields_as_passed(obj, args.plan):
         # what build_kernel checks before it builds: the same plans fail here
         if op is not None:
             check_request(plan, op)
-        check_plan(plan, op, response_target(obj))
-        variant = args.variant
-        if variant == "auto":  # what build_kernel runs by default on a GPU of the plan's target
-            variant = default_variant(plan, sm90=(response_target(obj) or "sm90") == "sm90")
+        check_plan(plan, op, target)
+        # auto: what build_kernel runs by default on a GPU of the plan's target
+        variant = chosen_variant(args.variant, plan, (target or "sm90") == "sm90", target, "--variant")
         emitted = emit(plan, variant)
     sys.stdout.write(emitted.source)
     if emitted.variant != variant:  # asked for Gluon, given tl: said even with --quiet

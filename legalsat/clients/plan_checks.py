@@ -96,19 +96,23 @@ def check_gather_request(g, op: dict) -> None:
     unit = op["index"].get("page_size") or 1
     es = view_bytes(src)
     out_shape = [*src["shape"][:axis], op["index"]["count"] * unit, *src["shape"][axis + 1:]]
-    out_strides = contiguous_strides(tuple(out_shape))
     slab = 1
     for k, n in enumerate(src["shape"]):
         slab *= unit if k == axis else n
     want = {"axis": axis, "unit": unit, "slab_bytes": slab * es,
             "index_count": op["index"]["count"], "groups": op["index"].get("groups"),
             "index_bound": src["shape"][axis] // unit, "src_index_stride_bytes": src["strides"][axis] * unit * es,
-            "out_index_stride_bytes": out_strides[axis] * unit * es, "out_shape": out_shape}
+            "out_index_stride_bytes": _entry_stride_bytes(out_shape, axis, unit, es), "out_shape": out_shape}
     for name, value in want.items():
         have = getattr(g, name)
         if (list(have) if isinstance(have, (list, tuple)) else have) != value:
             raise plan_error(f"gather.{name}", f"gather.{name} is {have}; the request's gives {value}: the plan is "
                              "not the request's", "plan the request again")
+
+
+def _entry_stride_bytes(out_shape: list[int], axis: int, unit: int, es: int) -> int:
+    """Bytes between two entries of a gather's contiguous out (`unit` positions along `axis`)."""
+    return contiguous_strides(tuple(out_shape))[axis] * unit * es
 
 
 def _check_entries_apart(g) -> None:
@@ -123,7 +127,7 @@ def _check_entries_apart(g) -> None:
     slab_elems = prod(out) // count
     if not slab_elems or g.slab_bytes % slab_elems:
         return
-    want = prod(out[g.axis + 1:]) * g.unit * (g.slab_bytes // slab_elems)
+    want = _entry_stride_bytes(out, g.axis, g.unit, g.slab_bytes // slab_elems)
     if g.out_index_stride_bytes != want:
         raise plan_error("gather.out_index_stride_bytes",
                          f"gather.out_index_stride_bytes is {g.out_index_stride_bytes}; entries of out_shape "

@@ -31,14 +31,7 @@ import torch
 from legalsat.analyses.overlap import views_meet
 from legalsat.clients.plan_checks import check_plan, check_request, check_term, view_bytes
 from legalsat.diagnostics import Code, InputError
-from legalsat.kernels import (
-    check_gluon_target,
-    default_variant,
-    emit,
-    fields_as_passed,
-    response_target,
-    select_plan,
-)
+from legalsat.kernels import chosen_variant, emit, fields_as_passed, response_target, select_plan
 from legalsat.kernels.source import DescriptorSpec, Emitted
 from legalsat.kernels.words import plan_error, word_piece
 from legalsat.schemas.plan import PlanOut
@@ -520,7 +513,7 @@ class Kernel:
         for name, t in (("index", index), ("group", group)):
             if t is None:
                 continue
-            if isinstance(t, torch.Tensor):
+            if name == "group" and isinstance(t, torch.Tensor):  # index: checked dense with out above
                 check_dense(t, name)
             if not isinstance(t, torch.Tensor) or t.dtype not in INDEX_DTYPES or t.dim() != 1 or t.numel() != count:
                 raise _arg_error(name, f"{name} must be a 1-D int32/int64 tensor of {count} entries; it is "
@@ -726,13 +719,11 @@ def build_kernel(plan: object, *, variant: str = "auto", plan_index: int = 0) ->
     plans), or "auto": `legalsat.kernels.default_variant` (Gluon for straight TMA copies on an
     sm90 GPU, tl otherwise).
     Raises InputError naming the plan field when the plan cannot become a kernel."""
-    check_gluon_target(variant, response_target(plan), "variant")
     p, op = select_plan(plan, plan_index)
     with fields_as_passed(plan, plan_index):
         op = _relaid_out(op, p)
-        if variant == "auto":
-            variant = default_variant(p, _on_sm90())
-        elif variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted
+        variant = chosen_variant(variant, p, _on_sm90(), response_target(plan), "variant")
+        if variant == "gluon" and not _on_sm90():  # Gluon kernels run on an sm90 GPU only, never interpreted
             where = "Triton's interpreter (TRITON_INTERPRET=1)" if os.environ.get("TRITON_INTERPRET") == "1" else \
                 "a machine without an sm90 GPU"
             raise _arg_error("variant", f"the gluon variant runs on an sm90 GPU, not in {where}",

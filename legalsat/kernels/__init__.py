@@ -155,15 +155,17 @@ GLUON_FORMS = ("TMA pieces of 2-D or wider boxes of 128 bytes or more, gathers a
                "rows are contiguous, and shuffle plans in interleave form")
 
 
-def check_gluon_target(variant: str, target: str | None, field: str) -> None:
-    """Refuse the Gluon variant for a response planned for another target than sm90 (its
-    kernels are Hopper's: TMA, mbarriers, wgmma); `field` names what asked for it. A plan
-    alone (target None) is taken as sm90's."""
+def chosen_variant(variant: str, plan: PlanOut, sm90: bool, target: str | None, field: str) -> str:
+    """The variant a build of `plan` runs (`emit` and `build_kernel` alike): "auto" is
+    `default_variant(plan, sm90)`; "gluon" is refused for a response planned for another
+    target than sm90 (its kernels are Hopper's: TMA, mbarriers, wgmma; `field` names what asked
+    for it; a plan alone, target None, is taken as sm90's)."""
     if variant == "gluon" and target is not None and target != GLUON_TARGET:
         raise Code.INVALID_INPUT.error(f"the gluon variant is written for {GLUON_TARGET} (Hopper's TMA and "
                                        f"mbarriers); this response was planned for {target}",
                                        "use the tl variant (or auto), which runs on any GPU Triton targets",
                                        field)
+    return default_variant(plan, sm90) if variant == "auto" else variant
 
 
 def _request_op(response_term: object, plan: PlanOut) -> dict:

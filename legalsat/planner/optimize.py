@@ -162,11 +162,10 @@ def _optimize(req: PlanRequest) -> PlanResponse:
     rejected += [Rejected(s, None, tuple(why_not(req, s, stopped))) for s in Strategy if s not in offered]
     # a wgmma operand the best plan lands where the tensor core cannot read it: said at the top,
     # not only in its tile_load.note (a client that reads status and strategy would go on)
-    unreadable = tuple(p.tile_load.note for p in plans[:1] if p.tile_load is not None and p.tile_load.note)
     if req.from_term:  # a term request has no op: the notes name the term (Diagnostic.in_term)
-        unreadable = tuple(w.in_term() for w in unreadable)
         plans = [replace(p, tile_load=replace(p.tile_load, note=p.tile_load.note.in_term()))
                  if p.tile_load is not None and p.tile_load.note else p for p in plans]
+    unreadable = tuple(p.tile_load.note for p in plans[:1] if p.tile_load is not None and p.tile_load.note)
     return PlanResponse(req.request_id if req.request_id is not None else uuid.uuid4().hex[:16], req.target.name, PLANNER_VERSION, req.term_text,
                         _status(plans, rejected), tuple(plans), tuple(rejected), report, clock.result(),
                         snapshot, req.warnings + unreadable)

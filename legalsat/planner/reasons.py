@@ -13,10 +13,11 @@ from legalsat.analyses.tma_legality import check_descriptor
 from legalsat.diagnostics import Code, Diagnostic
 from legalsat.planner.budget import budget_fix
 from legalsat.planner.build.common import placeholder_address
+from legalsat.planner.build.tile import MAX_BOX, boxes_land
 from legalsat.planner.request import PlanRequest
 from legalsat.targets import Target
 from legalsat.terms.descriptor import TmaDescriptor, store_row_overrun
-from legalsat.terms.integers import cdiv
+from legalsat.terms.integers import cdiv, lowbit
 from legalsat.terms.movement import Copy, Gather, LoadTile, View
 from legalsat.terms.strategy import Strategy
 
@@ -73,12 +74,12 @@ def _whole_dim_merges(m: LoadTile, k: int) -> bool:
 
 
 def _one_row_widths(t: int, unit: int, es: int) -> list[int]:
-    """The widths next to `t` elements that a one-row tile lands with TMA: one power-of-two box
-    of at most 256 elements, or boxes of whole 128 bytes each (the next box's shared memory
-    starts on 128 bytes); at least a 16-byte `unit`."""
+    """The widths next to `t` elements that a one-row tile lands with TMA, as the tile builder
+    boxes it (its largest power-of-two divisor up to MAX_BOX a box: `boxes_land`); at least a
+    16-byte `unit`."""
     def lands(v: int) -> bool:
-        low = v & -v
-        return (v == low and v <= 256) or (min(low, 256) * es) % 128 == 0
+        box = lowbit(v, MAX_BOX)
+        return boxes_land(box, v // box, es)
 
     below = next((v for v in range(t // unit * unit, 0, -unit) if lands(v)), None)
     above = next(v for v in range(max(unit, -(-t // unit) * unit), 1 << 30, unit) if lands(v))
@@ -94,11 +95,8 @@ def tile_inner_reasons(m: LoadTile) -> list[Diagnostic]:
     the dim's width, which must be whole 16-byte units as any other."""
     es = m.src.esize
     src = m.src
-    contiguous = [k for k, (n, s) in enumerate(zip(src.shape, src.strides)) if s == 1 and n > 1]
-    if not contiguous and all(n == 1 for n in src.shape) and src.strides[-1] == 1:
-        contiguous = [src.rank - 1]  # a view of one element: its last dim (settle_unit_strides)
     out = []
-    for k in contiguous:
+    for k in src.contiguous_dims:
         n, t = src.shape[k], m.tile[k]
         if (t * es) % 16 == 0 or (t == n and _whole_dim_merges(m, k)):
             continue

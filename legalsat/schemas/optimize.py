@@ -34,6 +34,7 @@ from legalsat.schemas.validation import (
     json_kind,
     naming_other_input,
     shown,
+    value_error,
 )
 from legalsat.targets import TARGET_NAMES, resolve_target
 from legalsat.terms.dtypes import ELEMENT_TYPES
@@ -69,6 +70,8 @@ def _dims_schema(least: int, most: int = MAX_RANK, bounded: bool = True) -> dict
     but an extent-1 dim's is, which the schema cannot tie to its extent)."""
     items = {"type": "integer", "minimum": least} | ({"exclusiveMaximum": MAX_BYTES} if bounded else {})
     return {"minItems": 1, "maxItems": most, "items": items}
+
+
 MAX_REQUEST_ID = 128  # characters of a request_id
 
 
@@ -131,10 +134,9 @@ def _consumer_object(value: object) -> object:
     if isinstance(value, str):
         return {"kind": value}
     if not isinstance(value, dict):  # "expected a JSON object" hid the usual form, a name
-        err = ValueError(f"op.consumer is {shown(value)}, neither a consumer name nor a consumer object")
-        err.fix = (f"give a name ({', '.join(map(repr, ConsumerName.__args__))}) or the detailed object "
-                   '{"kind": ..., "major": ...}')
-        raise err
+        raise value_error(f"op.consumer is {shown(value)}, neither a consumer name nor a consumer object",
+                          f"give a name ({', '.join(map(repr, ConsumerName.__args__))}) or the detailed object "
+                          '{"kind": ..., "major": ...}')
     return value
 
 

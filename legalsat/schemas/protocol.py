@@ -29,7 +29,7 @@ from legalsat.protocols.model import (
     Slot,
 )
 from legalsat.schemas.base import ErrorOut, Out, Strict, json_input, shown_int
-from legalsat.schemas.validation import details_from_validation, naming_other_input
+from legalsat.schemas.validation import details_from_validation, naming_other_input, value_error
 
 if TYPE_CHECKING:  # the verifier (networkx) stays out of what plans and kernels import
     from legalsat.protocols.verify import ProtocolVerdict
@@ -114,10 +114,9 @@ class BlockIn(Strict):
     def _count_not_negative(cls, v: object) -> object:
         # a literal count below 0 is no number of iterations (N + c below 0 runs none: N varies)
         if type(v) is int and v < 0:
-            err = ValueError(f"count is {v}: a block runs 0 or more iterations")
             # the schema's range for an integer count is the one start shares (-4096..4096): say the count's own
-            err.fix = 'give a count of 0 or more: an integer, "N" (the trip count) or {"n", "c"} for n*N + c'
-            raise err
+            raise value_error(f"count is {v}: a block runs 0 or more iterations",
+                              'give a count of 0 or more: an integer, "N" (the trip count) or {"n", "c"} for n*N + c')
         return v
 
 

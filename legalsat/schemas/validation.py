@@ -207,6 +207,14 @@ def _other_branch(e: dict, etype: str, loc: tuple, inner: set[tuple]) -> bool:
     return etype in _SCALAR_MISMATCH and isinstance(e.get("input"), dict) and loc in inner
 
 
+def value_error(message: str, fix: str) -> ValueError:
+    """A validator's refusal with its own fix (`details_from_validation` gives it in place of
+    the generic one, which points at the JSON Schema's range)."""
+    err = ValueError(message)
+    err.fix = fix
+    return err
+
+
 def details_from_validation(err: ValidationError | list[dict], hints: dict[str, str] | None = None,
                             known_fields: type[BaseModel] | None = None,
                             tags: tuple[str, ...] = ()) -> list[Diagnostic]:

@@ -10,7 +10,8 @@ replacement. The service keeps serving meanwhile on the other slots.
 Invariants:
 - every submitted job's future is resolved exactly once: with an Answer, DeadlineExceeded
   (the deadline passed, queued or running) or WorkerLost (the worker died mid-job);
-- the waiting queue is bounded (`queue_size`); a full queue raises QueueFull at submit;
+- the jobs the pool holds (submitted, not yet resolved) are at most `queue_size` plus its
+  workers; past that, submit raises QueueFull;
 - workers start from a forkserver that has already imported most of the planner (not egglog:
   see PRELOAD), and warm their target's rulesets before they take jobs; a replacement takes
   ~1.5 s on two cores, while the other slots keep serving.
@@ -272,25 +273,12 @@ class WorkerPool:
                 raise QueueFull()
             self._held += 1
         job.future.add_done_callback(self._released)  # answered, failed or cancelled while queued
-        self._drop_cancelled()  # their places are free already: the queue need not keep them
-        self.jobs.put_nowait(job)
+        self.jobs.put_nowait(job)  # a cancelled job's place is free at once; a worker skips it
         return job.future
 
     def _released(self, _future: Future) -> None:
         with self._held_lock:
             self._held -= 1
-
-    def _drop_cancelled(self) -> int:
-        """Take the jobs whose callers gave up (deadline passed while queued, client gone) out
-        of the queue, where they would hold places until a worker came to skip them."""
-        with self.jobs.mutex:
-            live = [j for j in self.jobs.queue if j is _STOP or not j.future.cancelled()]
-            dropped = len(self.jobs.queue) - len(live)
-            if dropped:
-                self.jobs.queue.clear()
-                self.jobs.queue.extend(live)
-                self.jobs.not_full.notify(dropped)
-        return dropped
 
     @property
     def queued(self) -> int:

@@ -114,14 +114,9 @@ def run_job(kind: str, payload: dict, budget_ms: int | None = None, waited_ms: i
         return 500, compact_json({"error": internal_error(e).to_error()}), {"traceback": traceback.format_exc(limit=20)}
 
 
-# the data cap `limit_memory` set in this process, bytes (None: none set)
-_memory_limit_bytes: int | None = None
-
-
 def limit_memory(memory_mb: int | None) -> None:
     """Cap this process's data (heap and anonymous mappings) at `memory_mb`: past it an
     allocation fails (MemoryError) instead of the machine running out."""
-    global _memory_limit_bytes
     if not memory_mb:
         return
     import resource
@@ -131,18 +126,20 @@ def limit_memory(memory_mb: int | None) -> None:
     if hard != resource.RLIM_INFINITY:
         limit = min(limit, hard)
     resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
-    _memory_limit_bytes = limit
 
 
 def memory_limit_error() -> InputError:
-    """The refusal of a job that ran out of this worker's memory: with the cap in bytes as its
-    `limit` where one is set (what the job asked is unknown: `value` stays null)."""
-    if _memory_limit_bytes is None:
+    """The refusal of a job that ran out of this worker's memory: with the process's data cap
+    (as `limit_memory` set it, read back) in bytes as its `limit` where one is set (what the
+    job asked is unknown: `value` stays null)."""
+    import resource
+
+    cap, _ = resource.getrlimit(resource.RLIMIT_DATA)
+    if cap == resource.RLIM_INFINITY:
         return Code.MEMORY_LIMIT.error()
-    mb = _memory_limit_bytes >> 20
+    mb = cap >> 20
     return Code.MEMORY_LIMIT.error(f"the request needs more memory than a planning worker has: its data is capped "
-                                   f"at {mb} MiB (LEGALSAT_WORKER_MEMORY_MB={mb})",
-                                   limit=_memory_limit_bytes)
+                                   f"at {mb} MiB (LEGALSAT_WORKER_MEMORY_MB={mb})", limit=cap)
 
 
 # e-graph nodes a worker plans with at most: what its memory limit holds beside what the

@@ -126,6 +126,15 @@ class View:
         it has nothing to move apart)."""
         return all(n == 1 for n in self.shape) or any(s == 1 and n > 1 for n, s in zip(self.shape, self.strides))
 
+    @property
+    def contiguous_dims(self) -> tuple[int, ...]:
+        """The dims of stride 1 with more than one element; of a view of one element, its last
+        dim where that has stride 1 (as `settle_unit_strides` gives a tile load's)."""
+        dims = tuple(k for k, (n, s) in enumerate(zip(self.shape, self.strides)) if s == 1 and n > 1)
+        if not dims and all(n == 1 for n in self.shape) and self.strides[-1] == 1:
+            return (self.rank - 1,)
+        return dims
+
     def span_elems(self) -> int:
         """One past the largest element offset the view touches."""
         return span(self.shape, self.strides)

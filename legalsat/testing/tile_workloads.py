@@ -213,18 +213,17 @@ def edge_tile_workloads() -> list[tuple[str, dict]]:
     whole 16-byte units as the planner's `inner_box_16B` reasons say to (a row pitch wider than
     the row, one-row tiles of power-of-two boxes) (benchmarks/bench_tiles.py run-edges)."""
     rows = {"kind": "rows"}
-    out = [_req("one element bf16 [1] tile 64", "bfloat16", (1,), (64,), rows),
-           _req("one element bf16 [1] stride 4096 tile 64", "bfloat16", (1,), (64,), rows, strides=(4096,)),
-           _req("one element fp32 [1,1] tile 8x8", "float32", (1, 1), (8, 8), rows),
-           _req("one element fp8 [1,1,1] strides 7,3,5 tile 2x4x16", "float8_e4m3fn", (1, 1, 1), (2, 4, 16), rows,
-                strides=(7, 3, 5)),
-           _req("one element bf16 [1,1] tile 64x64 wgmma_a", "bfloat16", (1, 1), (64, 64), {"kind": "wgmma_a"}),
-           _req("int8 [128,24] pitch 32 tile 128x32", "int8", (128, 24), (128, 32), rows, strides=(32, 1)),
-           _req("bf16 [64,3] pitch 8 tile 16x8", "bfloat16", (64, 3), (16, 8), rows, strides=(8, 1)),
-           _req("fp8 [64,8] pitch 16 tile 32x16", "float8_e4m3fn", (64, 8), (32, 16), rows, strides=(16, 1)),
-           _req("fp8 [100] tile 128", "float8_e5m2", (100,), (128,), rows),
-           _req("bf16 [300] tile 320", "bfloat16", (300,), (320,), rows)]
-    return out
+    return [_req("one element bf16 [1] tile 64", "bfloat16", (1,), (64,), rows),
+            _req("one element bf16 [1] stride 4096 tile 64", "bfloat16", (1,), (64,), rows, strides=(4096,)),
+            _req("one element fp32 [1,1] tile 8x8", "float32", (1, 1), (8, 8), rows),
+            _req("one element fp8 [1,1,1] strides 7,3,5 tile 2x4x16", "float8_e4m3fn", (1, 1, 1), (2, 4, 16), rows,
+                 strides=(7, 3, 5)),
+            _req("one element bf16 [1,1] tile 64x64 wgmma_a", "bfloat16", (1, 1), (64, 64), {"kind": "wgmma_a"}),
+            _req("int8 [128,24] pitch 32 tile 128x32", "int8", (128, 24), (128, 32), rows, strides=(32, 1)),
+            _req("bf16 [64,3] pitch 8 tile 16x8", "bfloat16", (64, 3), (16, 8), rows, strides=(8, 1)),
+            _req("fp8 [64,8] pitch 16 tile 32x16", "float8_e4m3fn", (64, 8), (32, 16), rows, strides=(16, 1)),
+            _req("fp8 [100] tile 128", "float8_e5m2", (100,), (128,), rows),
+            _req("bf16 [300] tile 320", "bfloat16", (300,), (320,), rows)]
 
 
 def tensor_bytes(req: dict) -> int:

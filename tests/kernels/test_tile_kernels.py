@@ -13,7 +13,7 @@ from math import prod
 import pytest
 
 from legalsat.diagnostics import InputError
-from legalsat.testing.tile_workloads import suite_workloads, tile_workloads
+from legalsat.testing.tile_workloads import edge_tile_workloads, suite_workloads, tile_workloads
 from tests.kernels.client import require_client
 
 
@@ -48,12 +48,9 @@ def _features(items):
 UNIT_SPANNED = [(n, r) for n, r in tile_workloads() if n.startswith(("row vector [1,509]", "column [509,1]"))]
 # broadcast dims whose last tile overhangs the tensor (their overhang was filled with data)
 BROADCAST_OVERHANG = [(n, r) for n, r in tile_workloads() if n.startswith("broadcast overhang")]
-# views of one element, whatever strides torch gave them: TMA plans of a [1, ...] descriptor
-ONE_ELEMENT = [(f"one element {src['dtype']} {src['shape']} strides {src['strides']} tile {tile}",
-                {"op": {"kind": "load_tile", "tile": tile, "consumer": "rows", "src": src}})
-               for src, tile in [({"dtype": "bfloat16", "shape": [1], "strides": [4096]}, [64]),
-                                 ({"dtype": "float32", "shape": [1, 1], "strides": [1, 1]}, [8, 8])]]
-OWN = _small(tile_workloads(), 24) + UNIT_SPANNED + BROADCAST_OVERHANG + ONE_ELEMENT
+# one-element views and tiles widened past their rows (bench_tiles run-edges ran them on the H100)
+EDGE = edge_tile_workloads()
+OWN = _small(tile_workloads(), 24) + UNIT_SPANNED + BROADCAST_OVERHANG + EDGE
 SUITE = _features(_small(suite_workloads(), 10**6))
 CASES = OWN + SUITE
 

@@ -10,7 +10,13 @@ import pytest
 
 import legalsat
 from legalsat.diagnostics import InputError
-from legalsat.testing.tile_workloads import suite_cases, suite_request, suite_workloads, tensor_bytes
+from legalsat.testing.tile_workloads import (
+    edge_tile_workloads,
+    suite_cases,
+    suite_request,
+    suite_workloads,
+    tensor_bytes,
+)
 
 CASES = {c["id"]: c for c in suite_cases()}
 PLANNABLE = dict(suite_workloads())
@@ -101,17 +107,16 @@ def test_an_extent_1_dim_the_tile_spans_takes_any_stride(name):
         assert plan["tile_load"]["wgmma"] is not None, plan["tile_load"]["note"]
 
 
-@pytest.mark.parametrize("src, tile", [
-    ({"dtype": "bfloat16", "shape": [1], "strides": [1]}, [64]),
-    ({"dtype": "bfloat16", "shape": [1], "strides": [4096]}, [64]),
-    ({"dtype": "float32", "shape": [1, 1], "strides": [1, 1]}, [8, 8]),
-    ({"dtype": "float8_e4m3fn", "shape": [1, 1, 1], "strides": [7, 3, 5]}, [2, 4, 16]),
-])
-def test_a_tile_of_a_one_element_view_is_tma(src, tile):
+ONE_ELEMENT = [(name, req) for name, req in edge_tile_workloads() if name.startswith("one element")]
+
+
+@pytest.mark.parametrize("name, req", ONE_ELEMENT, ids=[n for n, _ in ONE_ELEMENT])
+def test_a_tile_of_a_one_element_view_is_tma(name, req):
     """A view of one element (a [1] bf16 vector, whatever strides torch gave it) has its last dim
     contiguous: it took an 8-element stride there and was refused TMA as `inner_contiguous`
     ("the innermost dim has stride 8" of a stride-1 view)."""
-    out = legalsat.optimize({"op": {"kind": "load_tile", "tile": tile, "consumer": "rows", "src": src}})
+    tile = req["op"]["tile"]
+    out = legalsat.optimize(req)
     plan = out["plans"][0]
     assert plan["strategy"] == "tma", out["rejected"]
     (d,) = plan["descriptors"]

@@ -230,6 +230,13 @@ def instruction_block(mn_extent: int, is_a: bool, instruction: tuple[int, int, i
     return next((n for n in reversed(instruction_ns(element)) if mn_extent % n == 0), mn_extent)
 
 
+def boxes_land(box_elems: int, boxes: int, es: int) -> bool:
+    """Whether a stage of `boxes` TMA boxes of `box_elems` elements (`es` bytes each) lands:
+    one box, or boxes of whole TMA_SMEM_ALIGN bytes, so that each next box's shared memory
+    starts 128-byte aligned, as TMA writes it."""
+    return boxes <= 1 or (box_elems * es) % TMA_SMEM_ALIGN == 0
+
+
 def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy: Strategy) -> list[Choice]:
     """Every way the tile's inner extent allows to land it (each swizzle with an inner box of
     its span; unswizzled with the widest box; for a wgmma operand, unswizzled 16-byte boxes: the
@@ -261,7 +268,7 @@ def _choices(m: LoadTile, dims: list[WalkDim], es: int, target: Target, strategy
         for sw, b0 in inners:
             box, pow2_boxes = (b0, *outer), pow2
             boxes = math.prod(d.tile // b for d, b in zip(dims, box))
-            if strategy is Strategy.TMA and boxes > 1 and math.prod(box) * es % TMA_SMEM_ALIGN:
+            if strategy is Strategy.TMA and not boxes_land(math.prod(box), boxes, es):
                 continue  # a box would land off the 128-byte alignment TMA writes to
             if strategy is Strategy.TMA and boxes > MAX_TMA_BOXES:  # one copy per box, each a protocol line
                 fewest_over = min(fewest_over or boxes, boxes)
